@@ -1,0 +1,44 @@
+// Package iterator defines the internal iterator contract shared by blocks,
+// tables, memtables, levels and the merging view, and the generic
+// combinators over it. It is not covered by the API contract.
+package iterator
+
+import "github.com/stratadb/strata/internal/base"
+
+// Iterator walks internal keys in internal-key order (user key ascending,
+// then sequence number descending).
+//
+// Positioning: SeekGE, SeekLT, First, Last, Next and Prev position the
+// iterator and report whether it now rests on an entry. Once a positioning
+// call returns false the iterator is exhausted in that direction; Next after
+// an exhausted forward move (or Prev after an exhausted backward move) is not
+// allowed; any Seek/First/Last may follow. Next directly after an exhausted
+// SeekLT/Prev, or Prev after an exhausted SeekGE/Next, is also not allowed.
+//
+// Keys and values: Key and Value may be called only while the last
+// positioning call returned true. The returned slices stay valid until the
+// next positioning call or Close; callers copy what they keep.
+//
+// Errors: a positioning call that meets an error (I/O, corruption) returns
+// false and Error reports it until the next successful positioning call. An
+// iterator never skips corrupt data.
+//
+// Bounds: Seek keys are user keys. SeekGE(k) rests on the first entry whose
+// user key is >= k; SeekLT(k) on the last entry whose user key is < k.
+// Iterators do not enforce user-facing bounds; the db iterator does, with a
+// single comparison per step.
+//
+// Close releases resources and returns the accumulated error. The owner of
+// an iterator closes it exactly once.
+type Iterator interface {
+	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+	First() bool
+	Last() bool
+	Next() bool
+	Prev() bool
+	Key() base.InternalKey
+	Value() []byte
+	Error() error
+	Close() error
+}
