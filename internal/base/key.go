@@ -147,3 +147,9 @@ func CompareEncoded(a, b []byte) int {
 	bk, _ := DecodeInternalKey(b)
 	return InternalCompare(ak, bk)
 }
+
+// Visible reports whether a version with sequence number seq is visible to a
+// reader at snap. Read sequence numbers are exclusive: a reader at snap sees
+// exactly the versions with seq < snap. A snapshot taken when the last
+// committed sequence number was L reads at L+1.
+func Visible(seq, snap SeqNum) bool { return seq < snap }
