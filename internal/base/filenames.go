@@ -10,16 +10,16 @@ import (
 type FileKind uint8
 
 const (
-	FileKindUnknown FileKind = iota
-	FileKindTable            // NNNNNN.sst (or .ldb)
-	FileKindLog              // NNNNNN.log
-	FileKindManifest         // MANIFEST-NNNNNN
-	FileKindCurrent          // CURRENT
-	FileKindLock             // LOCK
-	FileKindOptions          // OPTIONS-NNNNNN
-	FileKindTemp             // NNNNNN.dbtmp, OPTIONS-NNNNNN.dbtmp
-	FileKindIdentity         // IDENTITY
-	FileKindInfoLog          // LOG, LOG.old.*
+	FileKindUnknown  FileKind = iota
+	FileKindTable             // NNNNNN.sst (or .ldb)
+	FileKindLog               // NNNNNN.log
+	FileKindManifest          // MANIFEST-NNNNNN
+	FileKindCurrent           // CURRENT
+	FileKindLock              // LOCK
+	FileKindOptions           // OPTIONS-NNNNNN
+	FileKindTemp              // NNNNNN.dbtmp, OPTIONS-NNNNNN.dbtmp
+	FileKindIdentity          // IDENTITY
+	FileKindInfoLog           // LOG, LOG.old.*
 )
 
 // MakeFilename returns the name of a numbered file, as RocksDB names it.
