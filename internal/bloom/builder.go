@@ -1,0 +1,214 @@
+package bloom
+
+import "encoding/binary"
+
+// Format selects the filter format a Builder writes.
+type Format uint8
+
+const (
+	// FastLocal is RocksDB's FastLocalBloom (metadata byte 0xFF), the format
+	// of format_version 5 tables. Keys are hashed with HashKey.
+	FastLocal Format = iota
+	// Legacy is the cache-local Bloom filter written by format_version ≤ 4
+	// (and by Pebble). Keys are hashed with Hash32(key, LegacySeed).
+	Legacy
+)
+
+// String returns "fastlocal" or "legacy".
+func (f Format) String() string {
+	switch f {
+	case FastLocal:
+		return "fastlocal"
+	case Legacy:
+		return "legacy"
+	default:
+		return "unknown"
+	}
+}
+
+const (
+	metadataLen    = 5
+	lineBytes      = 64
+	lineBits       = lineBytes * 8
+	maxBitsPerKey  = 100
+	fastLocalMeta  = 0xFF // int8(-1): newer Bloom
+	ribbonMeta     = 0xFE // int8(-2): Ribbon
+	fastLocalProbe = 0x9e3779b9
+)
+
+// Builder accumulates key hashes and writes one full filter block.
+//
+// Invariants: hashes holds one entry per run of equal consecutive key hashes
+// (64-bit XXH3-preview hashes for FastLocal, zero-extended 32-bit Hash32
+// values for Legacy), in insertion order. A Builder is not safe for
+// concurrent use.
+type Builder struct {
+	format     Format
+	bitsPerKey int // clamped to [1, maxBitsPerKey]
+	hashes     []uint64
+}
+
+// NewBuilder returns a Builder writing format at bitsPerKey bits per key.
+// bitsPerKey is clamped to [1, 100] (RocksDB clamps at 100 and writes no
+// filter below 1; callers decide whether to build a filter at all).
+func NewBuilder(bitsPerKey int, format Format) *Builder {
+	if bitsPerKey < 1 {
+		bitsPerKey = 1
+	}
+	if bitsPerKey > maxBitsPerKey {
+		bitsPerKey = maxBitsPerKey
+	}
+	if format != Legacy {
+		format = FastLocal
+	}
+	return &Builder{format: format, bitsPerKey: bitsPerKey}
+}
+
+// Format returns the format the builder writes.
+func (b *Builder) Format() Format { return b.format }
+
+// AddKey adds key (a user key or a prefix). A key whose hash equals that of
+// the previously added key is not added again, matching RocksDB, which
+// dedups consecutive duplicate hashes.
+func (b *Builder) AddKey(key []byte) {
+	var h uint64
+	if b.format == Legacy {
+		h = uint64(Hash32(key, LegacySeed))
+	} else {
+		h = HashKey(key)
+	}
+	if n := len(b.hashes); n > 0 && b.hashes[n-1] == h {
+		return
+	}
+	b.hashes = append(b.hashes, h)
+}
+
+// NumEntries returns the number of hashes added (after consecutive dedup).
+func (b *Builder) NumEntries() int { return len(b.hashes) }
+
+// Reset forgets all added keys, keeping the allocated memory.
+func (b *Builder) Reset() { b.hashes = b.hashes[:0] }
+
+// Size returns the length in bytes that Finish will return for the keys
+// added so far, metadata included.
+func (b *Builder) Size() int {
+	if b.format == Legacy {
+		lines := legacyNumLines(len(b.hashes), b.bitsPerKey)
+		return int(lines)*lineBytes + metadataLen
+	}
+	return fastLocalLen(len(b.hashes), b.bitsPerKey*1000) + metadataLen
+}
+
+// Finish returns a newly allocated filter block (bits and the 5 metadata
+// bytes) for the keys added since the last Reset. The builder keeps its keys;
+// call Reset to start the next filter. With no keys it returns only the
+// metadata, a block that matches nothing.
+func (b *Builder) Finish() []byte {
+	if b.format == Legacy {
+		return b.finishLegacy()
+	}
+	return b.finishFastLocal()
+}
+
+// fastLocalLen returns the number of filter-bit bytes RocksDB's
+// FastLocalBloomBitsBuilder::CalculateSpace allots to n entries.
+func fastLocalLen(n, millibitsPerKey int) int {
+	raw := (uint64(n)*uint64(millibitsPerKey) + 7999) / 8000
+	if raw > 0xffffffc0 {
+		raw = 0xffffffc0
+	}
+	return int((raw + 63) &^ 63)
+}
+
+// chooseNumProbes is FastLocalBloomImpl::ChooseNumProbes: the probe count
+// RocksDB measured best for each bits/key.
+func chooseNumProbes(millibitsPerKey int) int {
+	limits := [...]struct{ max, probes int }{
+		{2080, 1}, {3580, 2}, {5100, 3}, {6640, 4}, {8300, 5}, {10070, 6},
+		{11720, 7}, {14001, 8}, {16050, 9}, {18300, 10}, {22001, 11}, {25501, 12},
+	}
+	for _, l := range limits {
+		if millibitsPerKey <= l.max {
+			return l.probes
+		}
+	}
+	if millibitsPerKey > 50000 {
+		return 24
+	}
+	return (millibitsPerKey-1)/2000 - 1
+}
+
+func (b *Builder) finishFastLocal() []byte {
+	millibits := b.bitsPerKey * 1000
+	n := fastLocalLen(len(b.hashes), millibits)
+	probes := chooseNumProbes(millibits)
+	out := make([]byte, n+metadataLen)
+	if n > 0 {
+		lines := uint64(n / lineBytes)
+		for _, h := range b.hashes {
+			line := (uint64(uint32(h)) * lines) >> 32
+			data := out[line*lineBytes : line*lineBytes+lineBytes]
+			h2 := uint32(h >> 32)
+			for i := 0; i < probes; i++ {
+				bit := h2 >> 23
+				data[bit>>3] |= 1 << (bit & 7)
+				h2 *= fastLocalProbe
+			}
+		}
+	}
+	out[n] = fastLocalMeta
+	out[n+1] = 0 // sub-implementation: FastLocalBloom
+	out[n+2] = byte(probes)
+	return out
+}
+
+// legacyNumLines returns the number of 64-byte lines RocksDB's
+// LegacyBloomBitsBuilder::CalculateSpace allots to n entries: enough for
+// n*bitsPerKey bits, made odd so that more hash bits select the line.
+func legacyNumLines(n, bitsPerKey int) uint32 {
+	if n == 0 {
+		return 0
+	}
+	totalBits := uint64(n) * uint64(bitsPerKey)
+	if totalBits > 0xffff0000 {
+		totalBits = 0xffff0000
+	}
+	lines := uint32((totalBits + lineBits - 1) / lineBits)
+	if lines%2 == 0 {
+		lines++
+	}
+	return lines
+}
+
+// legacyNumProbes is LegacyNoLocalityBloomImpl::ChooseNumProbes.
+func legacyNumProbes(bitsPerKey int) int {
+	p := int(float64(bitsPerKey) * 0.69) // as RocksDB computes it
+	if p < 1 {
+		p = 1
+	}
+	if p > 30 {
+		p = 30
+	}
+	return p
+}
+
+func (b *Builder) finishLegacy() []byte {
+	lines := legacyNumLines(len(b.hashes), b.bitsPerKey)
+	probes := legacyNumProbes(b.bitsPerKey)
+	n := int(lines) * lineBytes
+	out := make([]byte, n+metadataLen)
+	for _, h64 := range b.hashes {
+		h := uint32(h64)
+		line := uint64(h%lines) * lineBytes
+		data := out[line : line+lineBytes]
+		delta := h>>17 | h<<15
+		for i := 0; i < probes; i++ {
+			bit := h & (lineBits - 1)
+			data[bit>>3] |= 1 << (bit & 7)
+			h += delta
+		}
+	}
+	out[n] = byte(probes)
+	binary.LittleEndian.PutUint32(out[n+1:], lines)
+	return out
+}

@@ -1,0 +1,298 @@
+// Package cache is the block cache: a sharded LRU of immutable byte slices
+// keyed by (table reader id, block offset) and bounded in bytes.
+//
+// Each entry is charged len(value) + EntryOverhead bytes. The key space is
+// split over a power-of-two number of shards (at most 16, fewer for small
+// capacities so that each shard can hold a few blocks) by a hash of the key;
+// each shard has its own mutex, map and LRU list and gets capacity/shards
+// bytes. A value whose charge exceeds its shard's capacity is not cached.
+//
+// A nil *Cache is a valid cache that never hits and counts nothing, so
+// callers need no nil checks.
+//
+// # Why not reference counting
+//
+// RocksDB and Pebble hand out handles that pin an entry until released,
+// because their block memory is manually managed and may be reused once
+// evicted. Here values are ordinary immutable Go slices: evicting an entry
+// only drops the cache's reference, and the garbage collector keeps the
+// block alive for as long as any reader still uses it. There is therefore no
+// handle, no Release, and no way to leak a pin; the cost is that memory held
+// by readers after eviction is not counted against the capacity. Callers must
+// never modify a slice passed to Set or returned by Get.
+//
+// # Why LRU and not CLOCK
+//
+// CLOCK would let Get run under a read lock (setting a reference bit
+// atomically) instead of relinking a list node under the shard mutex. With
+// 16 shards, a hit holds its mutex for a map lookup and four pointer writes,
+// so contention has not been worth the extra complexity; LRU also makes
+// eviction order exact and easy to test. Switching later changes nothing
+// outside this file.
+package cache
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// EntryOverhead is the fixed number of bytes charged per entry on top of
+// len(value): an estimate of the entry struct, its list links and its map
+// slot.
+const EntryOverhead = 96
+
+const (
+	maxShards        = 16
+	minShardCapacity = 512 << 10 // below this per shard, use fewer shards
+)
+
+// Stats is a snapshot of cache counters. Hits and Misses count Get calls.
+// Inserts counts Set calls that stored a value (including replacements).
+// Evictions counts entries dropped to make room or after SetCapacity shrank
+// the cache; entries dropped by EvictFile or replaced by Set are not counted.
+// Used is the sum of the charges of the cached entries.
+type Stats struct {
+	Hits, Misses, Inserts, Evictions uint64
+	Used, Capacity                   int64
+}
+
+// Cache is a sharded, byte-bounded LRU block cache. It is safe for
+// concurrent use. The zero value is not usable; call New.
+type Cache struct {
+	shards   []shard
+	mask     uint64 // len(shards) - 1
+	nextID   atomic.Uint64
+	capacity atomic.Int64 // total capacity as last set
+}
+
+type key struct {
+	id, offset uint64
+}
+
+// entry is one cached block, linked into its shard's LRU list.
+type entry struct {
+	key        key
+	value      []byte
+	charge     int64
+	prev, next *entry
+}
+
+// shard is one independently locked part of the cache.
+//
+// Invariants (with mu held): every entry in table is linked exactly once
+// into the circular list through lru (lru.next is the most recently used,
+// lru.prev the least); used is the sum of their charges; after any Set or
+// setCapacity returns, used ≤ capacity.
+type shard struct {
+	mu struct {
+		sync.Mutex
+		capacity  int64
+		used      int64
+		table     map[key]*entry
+		lru       entry // list sentinel
+		inserts   uint64
+		evictions uint64
+	}
+	hits, misses atomic.Uint64
+	_            [64]byte // keep neighbouring shards' hot fields apart
+}
+
+// New returns a cache holding at most capacityBytes bytes of charges. A
+// capacity ≤ 0 gives a cache that stores nothing (but still counts misses).
+func New(capacityBytes int64) *Cache {
+	n := maxShards
+	for n > 1 && capacityBytes/int64(n) < minShardCapacity {
+		n /= 2
+	}
+	return newWithShards(capacityBytes, n)
+}
+
+// newWithShards returns a cache with n shards; n must be a power of two.
+func newWithShards(capacityBytes int64, n int) *Cache {
+	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1)}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.table = make(map[key]*entry)
+		s.mu.lru.next = &s.mu.lru
+		s.mu.lru.prev = &s.mu.lru
+	}
+	c.SetCapacity(capacityBytes)
+	return c
+}
+
+// NewID returns an id unique within this cache, for one table reader to
+// key its blocks. A nil cache returns 0.
+func (c *Cache) NewID() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.nextID.Add(1)
+}
+
+func (c *Cache) shard(id, offset uint64) *shard {
+	// Offsets are multiples of block sizes and ids are small counters: mix
+	// both (murmur3 finaliser) before taking the low bits.
+	h := id*0x9e3779b97f4a7c15 ^ offset
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return &c.shards[h&c.mask]
+}
+
+// Get returns the block cached for (id, offset). The slice must not be
+// modified. Get does not allocate.
+func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	e := s.mu.table[key{id, offset}]
+	if e == nil {
+		s.mu.Unlock()
+		s.misses.Add(1)
+		return nil, false
+	}
+	s.moveToFrontLocked(e)
+	v := e.value
+	s.mu.Unlock()
+	s.hits.Add(1)
+	return v, true
+}
+
+// Set caches value for (id, offset), replacing any previous value, and
+// evicts least recently used entries of the shard to stay within capacity.
+// The cache keeps value; the caller must not modify it afterwards. A value
+// whose charge exceeds the shard capacity is not cached (and any previous
+// value for the key is dropped).
+func (c *Cache) Set(id, offset uint64, value []byte) {
+	if c == nil {
+		return
+	}
+	k := key{id, offset}
+	charge := int64(len(value)) + EntryOverhead
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.mu.table[k]
+	if charge > s.mu.capacity {
+		if e != nil {
+			s.removeLocked(e)
+		}
+		return
+	}
+	if e != nil {
+		s.mu.used += charge - e.charge
+		e.value, e.charge = value, charge
+		s.moveToFrontLocked(e)
+	} else {
+		e = &entry{key: k, value: value, charge: charge}
+		s.mu.table[k] = e
+		s.mu.used += charge
+		s.pushFrontLocked(e)
+	}
+	s.mu.inserts++
+	s.evictLocked()
+}
+
+// EvictFile drops every cached block of reader id. It scans every entry of
+// every shard, O(entries in the cache): it is meant for when a table is
+// deleted or its reader closed, not for hot paths. (Keeping a per-id list
+// would make it O(blocks of id) at the cost of two more links per entry.)
+func (c *Cache) EvictFile(id uint64) {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for k, e := range s.mu.table {
+			if k.id == id {
+				s.removeLocked(e)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// SetCapacity changes the total capacity, evicting entries as needed. Each
+// shard gets capacityBytes/shards bytes; a negative capacity counts as 0.
+// The number of shards stays as New chose it.
+func (c *Cache) SetCapacity(capacityBytes int64) {
+	if c == nil {
+		return
+	}
+	if capacityBytes < 0 {
+		capacityBytes = 0
+	}
+	c.capacity.Store(capacityBytes)
+	per := capacityBytes / int64(len(c.shards))
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.mu.capacity = per
+		s.evictLocked()
+		s.mu.Unlock()
+	}
+}
+
+// Stats returns the current counters. They are read shard by shard, so a
+// snapshot taken under concurrent use is not atomic across shards.
+func (c *Cache) Stats() Stats {
+	if c == nil {
+		return Stats{}
+	}
+	st := Stats{Capacity: c.capacity.Load()}
+	for i := range c.shards {
+		s := &c.shards[i]
+		st.Hits += s.hits.Load()
+		st.Misses += s.misses.Load()
+		s.mu.Lock()
+		st.Inserts += s.mu.inserts
+		st.Evictions += s.mu.evictions
+		st.Used += s.mu.used
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// evictLocked drops least recently used entries until used ≤ capacity.
+// s.mu must be held.
+func (s *shard) evictLocked() {
+	for s.mu.used > s.mu.capacity {
+		lru := s.mu.lru.prev
+		if lru == &s.mu.lru {
+			break // empty; cannot happen while used > 0
+		}
+		s.removeLocked(lru)
+		s.mu.evictions++
+	}
+}
+
+// removeLocked unlinks e and forgets it. s.mu must be held.
+func (s *shard) removeLocked(e *entry) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	delete(s.mu.table, e.key)
+	s.mu.used -= e.charge
+	*e = entry{} // drop the value reference early
+}
+
+// pushFrontLocked links e as most recently used. s.mu must be held.
+func (s *shard) pushFrontLocked(e *entry) {
+	head := &s.mu.lru
+	e.prev = head
+	e.next = head.next
+	head.next.prev = e
+	head.next = e
+}
+
+// moveToFrontLocked marks e most recently used. s.mu must be held.
+func (s *shard) moveToFrontLocked(e *entry) {
+	if s.mu.lru.next == e {
+		return
+	}
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	s.pushFrontLocked(e)
+}

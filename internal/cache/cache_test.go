@@ -1,0 +1,266 @@
+package cache
+
+import (
+	"encoding/binary"
+	"math/rand"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// checkInvariants verifies each shard's documented invariants.
+func checkInvariants(t *testing.T, c *Cache) {
+	t.Helper()
+	var total int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n, used := 0, int64(0)
+		for e := s.mu.lru.next; e != &s.mu.lru; e = e.next {
+			require.Same(t, e, e.next.prev)
+			require.Same(t, e, s.mu.table[e.key])
+			require.Equal(t, int64(len(e.value))+EntryOverhead, e.charge)
+			n++
+			used += e.charge
+		}
+		require.Equal(t, len(s.mu.table), n)
+		require.Equal(t, s.mu.used, used)
+		require.LessOrEqual(t, s.mu.used, s.mu.capacity)
+		total += used
+		s.mu.Unlock()
+	}
+	require.Equal(t, c.Stats().Used, total)
+	require.LessOrEqual(t, total, c.Stats().Capacity)
+}
+
+// block returns a value whose contents identify (id, offset).
+func block(id, offset uint64, size int) []byte {
+	v := make([]byte, size)
+	if size >= 16 {
+		binary.LittleEndian.PutUint64(v, id)
+		binary.LittleEndian.PutUint64(v[8:], offset)
+	}
+	return v
+}
+
+func TestNew_ShardCount(t *testing.T) {
+	require.Len(t, New(0).shards, 1)
+	require.Len(t, New(1<<20).shards, 2)
+	require.Len(t, New(8<<20).shards, 16)
+	require.Len(t, New(1<<30).shards, 16)
+}
+
+func TestCache_GetSet(t *testing.T) {
+	c := New(1 << 20)
+	id := c.NewID()
+	require.NotEqual(t, id, c.NewID())
+	_, ok := c.Get(id, 0)
+	require.False(t, ok)
+	c.Set(id, 0, []byte("block0"))
+	c.Set(id, 4096, []byte("block1"))
+	v, ok := c.Get(id, 0)
+	require.True(t, ok)
+	require.Equal(t, []byte("block0"), v)
+	c.Set(id, 0, []byte("block0-again"))
+	v, _ = c.Get(id, 0)
+	require.Equal(t, []byte("block0-again"), v)
+	_, ok = c.Get(id+1, 0)
+	require.False(t, ok)
+
+	st := c.Stats()
+	require.Equal(t, Stats{Hits: 2, Misses: 2, Inserts: 3, Used: int64(12+6) + 2*EntryOverhead, Capacity: 1 << 20}, st)
+	checkInvariants(t, c)
+}
+
+func TestCache_LRUOrder(t *testing.T) {
+	const size = 1000
+	c := newWithShards(3*(size+EntryOverhead), 1)
+	c.Set(1, 0, block(1, 0, size))
+	c.Set(1, 1, block(1, 1, size))
+	c.Set(1, 2, block(1, 2, size))
+	_, ok := c.Get(1, 0) // 0 becomes most recent; 1 is now LRU
+	require.True(t, ok)
+	c.Set(1, 3, block(1, 3, size))
+	_, ok = c.Get(1, 1)
+	require.False(t, ok, "LRU entry should have been evicted")
+	for _, off := range []uint64{0, 2, 3} {
+		_, ok := c.Get(1, off)
+		require.True(t, ok, "offset %d", off)
+	}
+	require.Equal(t, uint64(1), c.Stats().Evictions)
+
+	// Replacing with a bigger value evicts from the LRU end, never itself.
+	c.Set(1, 0, block(1, 0, 2*size)) // order now 0, 3, 2 → 2 must go
+	_, ok = c.Get(1, 2)
+	require.False(t, ok)
+	_, ok = c.Get(1, 0)
+	require.True(t, ok)
+	checkInvariants(t, c)
+}
+
+func TestCache_TooLargeNotCached(t *testing.T) {
+	c := newWithShards(4096, 1)
+	c.Set(1, 0, make([]byte, 100))
+	c.Set(1, 0, make([]byte, 4096)) // over capacity with overhead: dropped
+	_, ok := c.Get(1, 0)
+	require.False(t, ok)
+	require.Zero(t, c.Stats().Used)
+
+	z := New(0)
+	z.Set(1, 0, []byte("x"))
+	_, ok = z.Get(1, 0)
+	require.False(t, ok)
+	checkInvariants(t, c)
+}
+
+func TestCache_CapacityBoundRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	c := New(4 << 20)
+	require.Len(t, c.shards, 8)
+	for i := 0; i < 20000; i++ {
+		id, off := uint64(rng.Intn(8)), uint64(rng.Intn(2000))*4096
+		switch r := rng.Intn(100); {
+		case r < 60:
+			c.Set(id, off, block(id, off, 16+rng.Intn(64<<10)))
+		case r < 98:
+			if v, ok := c.Get(id, off); ok {
+				require.Equal(t, id, binary.LittleEndian.Uint64(v))
+				require.Equal(t, off, binary.LittleEndian.Uint64(v[8:]))
+			}
+		case r < 99:
+			c.EvictFile(id)
+		default:
+			c.SetCapacity(int64(1+rng.Intn(8)) << 20)
+		}
+		st := c.Stats()
+		require.LessOrEqual(t, st.Used, st.Capacity)
+		if i%1000 == 0 {
+			checkInvariants(t, c)
+		}
+	}
+	checkInvariants(t, c)
+	require.NotZero(t, c.Stats().Evictions)
+}
+
+func TestCache_EvictFile(t *testing.T) {
+	c := New(8 << 20)
+	a, b := c.NewID(), c.NewID()
+	for off := uint64(0); off < 100; off++ {
+		c.Set(a, off*4096, block(a, off, 100))
+		c.Set(b, off*4096, block(b, off, 100))
+	}
+	c.EvictFile(a)
+	for off := uint64(0); off < 100; off++ {
+		_, ok := c.Get(a, off*4096)
+		require.False(t, ok)
+		_, ok = c.Get(b, off*4096)
+		require.True(t, ok)
+	}
+	st := c.Stats()
+	require.Equal(t, 100*(100+int64(EntryOverhead)), st.Used)
+	require.Zero(t, st.Evictions)
+	checkInvariants(t, c)
+}
+
+func TestCache_SetCapacityShrinks(t *testing.T) {
+	c := newWithShards(1<<20, 4)
+	for off := uint64(0); off < 200; off++ {
+		c.Set(1, off, make([]byte, 1000))
+	}
+	c.SetCapacity(20 << 10)
+	st := c.Stats()
+	require.LessOrEqual(t, st.Used, int64(20<<10))
+	require.Equal(t, int64(20<<10), st.Capacity)
+	require.NotZero(t, st.Evictions)
+	c.SetCapacity(-5)
+	require.Zero(t, c.Stats().Used)
+	checkInvariants(t, c)
+}
+
+func TestCache_Nil(t *testing.T) {
+	var c *Cache
+	require.Zero(t, c.NewID())
+	c.Set(1, 2, []byte("x"))
+	v, ok := c.Get(1, 2)
+	require.False(t, ok)
+	require.Nil(t, v)
+	c.EvictFile(1)
+	c.SetCapacity(100)
+	require.Equal(t, Stats{}, c.Stats())
+}
+
+func TestCache_GetNoAllocs(t *testing.T) {
+	c := New(1 << 20)
+	c.Set(7, 4096, []byte("value"))
+	require.Zero(t, testing.AllocsPerRun(1000, func() {
+		_, _ = c.Get(7, 4096)
+		_, _ = c.Get(7, 8192)
+	}))
+}
+
+func TestCache_Concurrent(t *testing.T) {
+	c := New(2 << 20)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			_ = c.NewID() // concurrent id allocation
+			for i := 0; i < 3000; i++ {
+				owner, off := uint64(1+rng.Intn(5)), uint64(rng.Intn(300))
+				switch r := rng.Intn(100); {
+				case r < 40:
+					c.Set(owner, off, block(owner, off, 16+rng.Intn(8<<10)))
+				case r < 97:
+					if v, ok := c.Get(owner, off); ok {
+						if binary.LittleEndian.Uint64(v) != owner || binary.LittleEndian.Uint64(v[8:]) != off {
+							t.Errorf("wrong block for (%d,%d)", owner, off)
+							return
+						}
+					}
+				case r < 99:
+					c.EvictFile(owner)
+				default:
+					c.SetCapacity(int64(1+rng.Intn(4)) << 20)
+				}
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+	checkInvariants(t, c)
+}
+
+func BenchmarkGetHit(b *testing.B) {
+	c := New(64 << 20)
+	const n = 1024
+	for off := uint64(0); off < n; off++ {
+		c.Set(1, off*4096, make([]byte, 4096))
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_, _ = c.Get(1, uint64(i%n)*4096)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				_, _ = c.Get(1, uint64(i%n)*4096)
+				i++
+			}
+		})
+	})
+}
+
+func BenchmarkSet(b *testing.B) {
+	c := New(16 << 20) // ~4k blocks: steady-state eviction
+	v := make([]byte, 4096)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c.Set(1, uint64(i)*4096, v)
+	}
+}

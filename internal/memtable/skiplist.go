@@ -1,0 +1,247 @@
+package memtable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// maxHeight is the tallest tower a node can have. With a branching factor
+// of 4 it keeps searches logarithmic up to 4^16 (about 4 billion) entries,
+// far more than a 4 GiB arena can hold.
+const maxHeight = 16
+
+// Offsets of the fields of a node, relative to the node's offset. See the
+// package comment for the layout.
+const (
+	nodeTrailer = 0
+	nodeKeyLen  = 8
+	nodeValLen  = 12
+	nodeHeight  = 16
+	nodePrev    = 20
+	nodeTower   = 24 // next[0], next[1], ... one uint32 per level
+)
+
+// nodeSize is the number of arena bytes a node of the given height with the
+// given key and value needs, not counting alignment padding.
+func nodeSize(height int, keyLen, valueLen uint64) uint64 {
+	return nodeTower + 4*uint64(height) + keyLen + valueLen
+}
+
+// skiplist is a sorted linked list with express lanes, stored in an arena.
+// Nodes are ordered by internal key: user key ascending, then trailer
+// descending.
+//
+// Thread safety: exactly one goroutine at a time may call insert (callers
+// serialize); any number of goroutines may search and walk the list at the
+// same time without a lock. A node is fully written before it is published
+// by an atomic store of its offset into its predecessor's next[0]; readers
+// load links atomically, so they see either the old or the new link and, in
+// the latter case, the whole node.
+//
+// Invariants:
+//   - head and tail are sentinels of height maxHeight with empty keys; they
+//     are never compared. Every level runs from head to tail: head.next[i]
+//     is tail on levels no node reaches yet.
+//   - On every level, following next from head visits nodes in strictly
+//     increasing internal-key order; level i+1 is a subsequence of level i.
+//   - A node is linked at level 0 before any higher level, so a node
+//     reachable at some level is reachable at level 0.
+//   - prev (level 0 only) points to a node that precedes the node; it may
+//     lag behind a concurrent insert, never ahead. Walking next[0] from
+//     prev(n) always reaches n.
+//   - height only grows; it is at least the height of every linked node.
+//   - Nodes are never removed or changed after publication, except their
+//     link words.
+type skiplist struct {
+	a          *arena
+	head, tail uint32
+	height     atomic.Uint32 // tallest tower in the list, >= 1
+}
+
+// newSkiplist allocates the two sentinels. ok is false when the arena is
+// too small for them.
+func newSkiplist(a *arena) (s *skiplist, ok bool) {
+	s = &skiplist{a: a}
+	if s.head, ok = s.newNode(maxHeight, nil, 0, nil); !ok {
+		return nil, false
+	}
+	if s.tail, ok = s.newNode(maxHeight, nil, 0, nil); !ok {
+		return nil, false
+	}
+	for i := 0; i < maxHeight; i++ {
+		a.store32(s.head+nodeTower+4*uint32(i), s.tail)
+	}
+	a.store32(s.tail+nodePrev, s.head)
+	s.height.Store(1)
+	return s, true
+}
+
+// sentinelBytes is the arena space the sentinels of one list take.
+const sentinelBytes = 2 * (nodeTower + 4*maxHeight)
+
+// newNode allocates a node and copies key and value into it. Its links are
+// zero. ok is false when it does not fit.
+func (s *skiplist) newNode(height int, key []byte, trailer uint64, value []byte) (nd uint32, ok bool) {
+	nd, ok = s.a.alloc(nodeSize(height, uint64(len(key)), uint64(len(value))))
+	if !ok {
+		return 0, false
+	}
+	b := s.a.buf[nd:]
+	binary.LittleEndian.PutUint64(b[nodeTrailer:], trailer)
+	binary.LittleEndian.PutUint32(b[nodeKeyLen:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(b[nodeValLen:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(b[nodeHeight:], uint32(height))
+	k := nodeTower + 4*height
+	copy(b[k:], key)
+	copy(b[k+len(key):], value)
+	return nd, true
+}
+
+func (s *skiplist) trailer(nd uint32) uint64 {
+	return binary.LittleEndian.Uint64(s.a.buf[nd+nodeTrailer:])
+}
+
+// key returns the user key of nd, aliasing the arena, with its capacity
+// limited to its length so that appends cannot overwrite the arena.
+func (s *skiplist) key(nd uint32) []byte {
+	b := s.a.buf[nd:]
+	n := binary.LittleEndian.Uint32(b[nodeKeyLen:])
+	h := binary.LittleEndian.Uint32(b[nodeHeight:])
+	start := nodeTower + 4*h
+	return b[start : start+n : start+n]
+}
+
+// value returns the value of nd, aliasing the arena.
+func (s *skiplist) value(nd uint32) []byte {
+	b := s.a.buf[nd:]
+	kn := binary.LittleEndian.Uint32(b[nodeKeyLen:])
+	vn := binary.LittleEndian.Uint32(b[nodeValLen:])
+	h := binary.LittleEndian.Uint32(b[nodeHeight:])
+	start := nodeTower + 4*h + kn
+	return b[start : start+vn : start+vn]
+}
+
+func (s *skiplist) next(nd uint32, level int) uint32 {
+	return s.a.load32(nd + nodeTower + 4*uint32(level))
+}
+
+func (s *skiplist) setNext(nd uint32, level int, to uint32) {
+	s.a.store32(nd+nodeTower+4*uint32(level), to)
+}
+
+// prev returns the node before nd at level 0, as of now. It corrects a
+// back link that lags behind a concurrent insert by walking forward.
+func (s *skiplist) prev(nd uint32) uint32 {
+	p := s.a.load32(nd + nodePrev)
+	for {
+		nx := s.next(p, 0)
+		if nx == nd {
+			return p
+		}
+		p = nx
+	}
+}
+
+// before reports whether nd sorts before the internal key (ukey, trailer).
+func (s *skiplist) before(nd uint32, ukey []byte, trailer uint64) bool {
+	c := bytes.Compare(s.key(nd), ukey)
+	return c < 0 || (c == 0 && s.trailer(nd) > trailer)
+}
+
+// seek returns the last node before (ukey, trailer) and the first node not
+// before it, at level 0. pred may be head and succ may be tail.
+func (s *skiplist) seek(ukey []byte, trailer uint64) (pred, succ uint32) {
+	pred = s.head
+	for level := int(s.height.Load()) - 1; ; level-- {
+		succ = s.next(pred, level)
+		for succ != s.tail && s.before(succ, ukey, trailer) {
+			pred = succ
+			succ = s.next(pred, level)
+		}
+		if level == 0 {
+			return pred, succ
+		}
+	}
+}
+
+// last returns the last node, or head when the list is empty.
+func (s *skiplist) last() uint32 { return s.prev(s.tail) }
+
+// splice holds, for every level, the nodes between which a new key goes.
+type splice struct {
+	preds, succs [maxHeight]uint32
+}
+
+// findSplice fills sp for the internal key (ukey, trailer). Only the writer
+// calls it.
+func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
+	h := int(s.height.Load())
+	for level := maxHeight - 1; level >= h; level-- {
+		sp.preds[level], sp.succs[level] = s.head, s.tail
+	}
+	pred := s.head
+	for level := h - 1; level >= 0; level-- {
+		succ := s.next(pred, level)
+		for succ != s.tail && s.before(succ, ukey, trailer) {
+			pred = succ
+			succ = s.next(pred, level)
+		}
+		sp.preds[level], sp.succs[level] = pred, succ
+	}
+}
+
+// insert adds (key, trailer) -> value. It returns errDuplicate when the
+// internal key is already present and errFull when the node does not fit;
+// the list is unchanged in both cases. Callers serialize insert.
+func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
+	var sp splice
+	s.findSplice(key, trailer, &sp)
+	if succ := sp.succs[0]; succ != s.tail && s.trailer(succ) == trailer && bytes.Equal(s.key(succ), key) {
+		return errDuplicate
+	}
+	h := randomHeight()
+	nd, ok := s.newNode(h, key, trailer, value)
+	if !ok {
+		return errFull
+	}
+	for i := 0; i < h; i++ {
+		s.setNext(nd, i, sp.succs[i])
+	}
+	s.a.store32(nd+nodePrev, sp.preds[0])
+	if uint32(h) > s.height.Load() {
+		// Readers that see the new height before the links find
+		// head.next == tail on the new levels, which is still correct.
+		s.height.Store(uint32(h))
+	}
+	// Publish bottom-up: once a reader can reach nd at some level, it can
+	// reach it at level 0.
+	for i := 0; i < h; i++ {
+		s.setNext(sp.preds[i], i, nd)
+	}
+	s.a.store32(sp.succs[0]+nodePrev, nd)
+	return nil
+}
+
+// randomHeight draws a tower height: 1 with probability 3/4, 2 with 3/16,
+// and so on, capped at maxHeight.
+func randomHeight() int {
+	r := rand.Uint32()
+	h := 1
+	for h < maxHeight && r&3 == 0 {
+		h++
+		r >>= 2
+	}
+	return h
+}
+
+// maxEntryBytes is the arena space one entry may need at most, including
+// alignment padding, or math.MaxUint64 on overflow.
+func maxEntryBytes(keyLen, valueLen int) uint64 {
+	if keyLen < 0 || valueLen < 0 || uint64(keyLen) > math.MaxUint32 || uint64(valueLen) > math.MaxUint32 {
+		return math.MaxUint64
+	}
+	return nodeSize(maxHeight, uint64(keyLen), uint64(valueLen)) + arenaAlign - 1
+}

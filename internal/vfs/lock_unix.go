@@ -1,0 +1,37 @@
+//go:build unix
+
+package vfs
+
+import (
+	"github.com/cockroachdb/errors"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+var errNotDir error = syscall.ENOTDIR
+
+// flock takes a non-blocking exclusive flock(2) on f. The error is of class
+// ErrLocked when another open file description holds the lock.
+func flock(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			ferr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB)
+			if ferr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if ferr == unix.EWOULDBLOCK {
+		return errors.Mark(ferr, ErrLocked)
+	}
+	return ferr
+}

@@ -1,0 +1,267 @@
+package vfs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// memFile is an open file or directory of a MemFS.
+type memFile struct {
+	name  string
+	n     *memNode
+	read  bool
+	write bool
+	// fs is the owning file system, set for handles from Open and OpenDir:
+	// Sync on a directory handle makes its entries durable.
+	fs *MemFS
+
+	mu     sync.Mutex // guards off and closed
+	off    int64
+	closed bool
+}
+
+var _ File = (*memFile)(nil)
+
+func (f *memFile) checkOpen(op string) error {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return pathErr(op, f.name, os.ErrClosed)
+	}
+	return nil
+}
+
+func (f *memFile) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, pathErr("read", f.name, os.ErrClosed)
+	}
+	n, err := f.readAt(p, f.off)
+	f.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.checkOpen("read"); err != nil {
+		return 0, err
+	}
+	return f.readAt(p, off)
+}
+
+func (f *memFile) readAt(p []byte, off int64) (int, error) {
+	if f.n.isDir {
+		return 0, pathErr("read", f.name, syscall.EISDIR)
+	}
+	if !f.read {
+		return 0, pathErr("read", f.name, syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, pathErr("readat", f.name, syscall.EINVAL)
+	}
+	f.n.dataMu.RLock()
+	defer f.n.dataMu.RUnlock()
+	if off >= int64(len(f.n.data)) {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, f.n.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Write appends p to the file.
+func (f *memFile) Write(p []byte) (int, error) {
+	if err := f.checkOpen("write"); err != nil {
+		return 0, err
+	}
+	if !f.write {
+		return 0, pathErr("write", f.name, syscall.EBADF)
+	}
+	f.n.dataMu.Lock()
+	f.n.data = append(f.n.data, p...)
+	f.n.modTime = time.Now()
+	f.n.dataMu.Unlock()
+	return len(p), nil
+}
+
+// Sync makes the file's bytes, or for a handle from OpenDir the directory's
+// entries, durable.
+func (f *memFile) Sync() error {
+	if err := f.checkOpen("sync"); err != nil {
+		return err
+	}
+	if f.n.isDir {
+		if f.fs != nil && !f.write {
+			f.fs.mu.Lock()
+			f.n.durable = make(map[string]*memNode, len(f.n.children))
+			for name, c := range f.n.children {
+				f.n.durable[name] = c
+			}
+			f.fs.mu.Unlock()
+		}
+		return nil
+	}
+	f.n.dataMu.Lock()
+	// Sharing is safe: see the memNode invariants.
+	f.n.durableData = f.n.data[:len(f.n.data):len(f.n.data)]
+	f.n.dataMu.Unlock()
+	return nil
+}
+
+func (f *memFile) Stat() (os.FileInfo, error) {
+	if err := f.checkOpen("stat"); err != nil {
+		return nil, err
+	}
+	return f.n.stat(baseName(f.name)), nil
+}
+
+func (f *memFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return pathErr("close", f.name, os.ErrClosed)
+	}
+	f.closed = true
+	return nil
+}
+
+func baseName(name string) string {
+	parts := splitPath(name)
+	if len(parts) == 0 {
+		return "/"
+	}
+	return parts[len(parts)-1]
+}
+
+// stat describes n under the given name.
+func (n *memNode) stat(name string) os.FileInfo {
+	if n.isDir {
+		return memFileInfo{name: name, dir: true, modTime: n.modTime}
+	}
+	n.dataMu.RLock()
+	defer n.dataMu.RUnlock()
+	return memFileInfo{name: name, size: int64(len(n.data)), modTime: n.modTime}
+}
+
+type memFileInfo struct {
+	name    string
+	size    int64
+	dir     bool
+	modTime time.Time
+}
+
+func (fi memFileInfo) Name() string { return fi.name }
+func (fi memFileInfo) Size() int64  { return fi.size }
+func (fi memFileInfo) Mode() os.FileMode {
+	if fi.dir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (fi memFileInfo) ModTime() time.Time { return fi.modTime }
+func (fi memFileInfo) IsDir() bool        { return fi.dir }
+func (fi memFileInfo) Sys() any           { return nil }
+
+// CrashClone returns a new MemFS holding only what was durable in m: the
+// durable directory entries, starting from the root, and for each file its
+// durable bytes (see the MemFS durability model). Locks and open handles are
+// not carried over; m itself is unchanged and stays usable. The clone has
+// the same strictness as m, and everything in it starts out durable.
+func (m *MemFS) CrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMem()
+	c.lax = m.lax
+	// A node reachable twice (a rename across two directories that were
+	// both synced) stays one node, as a hard link would.
+	clones := make(map[*memNode]*memNode)
+	c.mu.root = cloneDurable(m.mu.root, clones)
+	return c
+}
+
+func cloneDurable(n *memNode, clones map[*memNode]*memNode) *memNode {
+	if c, ok := clones[n]; ok {
+		return c
+	}
+	if !n.isDir {
+		n.dataMu.RLock()
+		data := append([]byte(nil), n.durableData...)
+		c := &memNode{modTime: n.modTime, data: data, durableData: data}
+		n.dataMu.RUnlock()
+		clones[n] = c
+		return c
+	}
+	c := newDirNode()
+	c.modTime = n.modTime
+	clones[n] = c
+	for name, child := range n.durable {
+		cc := cloneDurable(child, clones)
+		c.children[name] = cc
+		c.durable[name] = cc
+	}
+	return c
+}
+
+// String lists the tree, one entry a line, with each file's live and
+// durable sizes and a mark on entries not yet durable in their directory.
+func (m *MemFS) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("/\n")
+	dumpNode(&b, m.mu.root, 1)
+	return b.String()
+}
+
+func dumpNode(b *strings.Builder, n *memNode, depth int) {
+	names := make([]string, 0, len(n.children)+len(n.durable))
+	for name := range n.children {
+		names = append(names, name)
+	}
+	for name := range n.durable {
+		if n.children[name] == nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		child, live := n.children[name]
+		durableChild, durable := n.durable[name]
+		note := ""
+		switch {
+		case !live:
+			child, note = durableChild, " (removed, not synced)"
+		case !durable:
+			note = " (entry not synced)"
+		case durableChild != child:
+			note = " (replaced, not synced)"
+		}
+		indent := strings.Repeat("  ", depth)
+		if child.isDir {
+			fmt.Fprintf(b, "%s%s/%s\n", indent, name, note)
+			if live {
+				dumpNode(b, child, depth+1)
+			}
+			continue
+		}
+		child.dataMu.RLock()
+		fmt.Fprintf(b, "%s%s %d bytes, %d synced%s\n", indent, name,
+			len(child.data), len(child.durableData), note)
+		child.dataMu.RUnlock()
+	}
+}

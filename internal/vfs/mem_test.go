@@ -1,0 +1,149 @@
+package vfs
+
+import (
+	"io"
+	"os"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stretchr/testify/require"
+)
+
+// syncDir makes dir's entries durable.
+func syncDir(t *testing.T, fs FS, dir string) {
+	t.Helper()
+	d, err := fs.OpenDir(dir)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync())
+	require.NoError(t, d.Close())
+}
+
+func exists(fs FS, name string) bool {
+	_, err := fs.Stat(name)
+	return err == nil
+}
+
+func appendFile(t *testing.T, f File, s string) {
+	t.Helper()
+	_, err := f.Write([]byte(s))
+	require.NoError(t, err)
+}
+
+func TestMemFS_CrashClone_FileContents(t *testing.T) {
+	m := NewMem()
+	f, err := m.Create("/a")
+	require.NoError(t, err)
+	syncDir(t, m, "/")
+	appendFile(t, f, "one")
+	require.Equal(t, "", readFile(t, m.CrashClone(), "/a"), "unsynced bytes are lost")
+	require.NoError(t, f.Sync())
+	appendFile(t, f, "two")
+	c := m.CrashClone()
+	require.Equal(t, "one", readFile(t, c, "/a"), "only the synced prefix survives")
+	require.Equal(t, "onetwo", readFile(t, m, "/a"), "the original is unchanged")
+	require.NoError(t, f.Sync())
+	require.Equal(t, "onetwo", readFile(t, m.CrashClone(), "/a"))
+	require.NoError(t, f.Close())
+
+	// Create truncates, but the truncation is durable only with a Sync.
+	g, err := m.Create("/a")
+	require.NoError(t, err)
+	appendFile(t, g, "new")
+	require.Equal(t, "onetwo", readFile(t, m.CrashClone(), "/a"))
+	require.NoError(t, g.Sync())
+	require.Equal(t, "new", readFile(t, m.CrashClone(), "/a"))
+}
+
+func TestMemFS_CrashClone_DirectoryEntries(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/db", 0o755))
+	require.False(t, exists(m.CrashClone(), "/db"), "mkdir needs a sync of the parent")
+	syncDir(t, m, "/")
+	require.True(t, exists(m.CrashClone(), "/db"))
+
+	writeFile(t, m, "/db/a", "A") // contents synced, entry not
+	require.False(t, exists(m.CrashClone(), "/db/a"), "created but directory never synced")
+	syncDir(t, m, "/db")
+	require.Equal(t, "A", readFile(t, m.CrashClone(), "/db/a"))
+
+	// A rename without a directory sync is undone.
+	writeFile(t, m, "/db/tmp", "B")
+	syncDir(t, m, "/db")
+	require.NoError(t, m.Rename("/db/tmp", "/db/a"))
+	c := m.CrashClone()
+	require.Equal(t, "A", readFile(t, c, "/db/a"))
+	require.Equal(t, "B", readFile(t, c, "/db/tmp"))
+	syncDir(t, m, "/db")
+	c = m.CrashClone()
+	require.Equal(t, "B", readFile(t, c, "/db/a"))
+	require.False(t, exists(c, "/db/tmp"))
+
+	// A removal without a directory sync is undone.
+	require.NoError(t, m.Remove("/db/a"))
+	require.Equal(t, "B", readFile(t, m.CrashClone(), "/db/a"))
+	syncDir(t, m, "/db")
+	require.False(t, exists(m.CrashClone(), "/db/a"))
+
+	// Syncing a directory does not sync file contents.
+	f, err := m.Create("/db/c")
+	require.NoError(t, err)
+	appendFile(t, f, "unsynced")
+	syncDir(t, m, "/db")
+	require.Equal(t, "", readFile(t, m.CrashClone(), "/db/c"))
+}
+
+func TestMemFS_CrashClone_NestedUnsyncedParent(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/a/b", 0o755))
+	writeFile(t, m, "/a/b/f", "x")
+	syncDir(t, m, "/a/b")
+	syncDir(t, m, "/a")
+	require.False(t, exists(m.CrashClone(), "/a"), "root never synced")
+	syncDir(t, m, "/")
+	c := m.CrashClone()
+	require.Equal(t, "x", readFile(t, c, "/a/b/f"))
+	// The clone is a usable, independent file system that starts durable.
+	writeFile(t, c, "/a/b/g", "y")
+	require.False(t, exists(m, "/a/b/g"))
+	require.Equal(t, "x", readFile(t, c.CrashClone(), "/a/b/f"))
+}
+
+func TestMemFS_Lax(t *testing.T) {
+	m := NewLaxMem()
+	require.NoError(t, m.MkdirAll("/db", 0o755))
+	writeFile(t, m, "/db/a", "A")
+	f, err := m.Create("/db/b")
+	require.NoError(t, err)
+	appendFile(t, f, "lost")
+	require.NoError(t, m.Rename("/db/a", "/db/c"))
+	c := m.CrashClone()
+	require.Equal(t, "A", readFile(t, c, "/db/c"))
+	require.False(t, exists(c, "/db/a"))
+	require.Equal(t, "", readFile(t, c, "/db/b"), "file contents still need Sync")
+}
+
+func TestMemFS_OpenHandleSurvivesRemove(t *testing.T) {
+	m := NewMem()
+	writeFile(t, m, "/a", "data")
+	f, err := m.Open("/a")
+	require.NoError(t, err)
+	require.NoError(t, m.Remove("/a"))
+	b, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.Equal(t, "data", string(b))
+	require.NoError(t, f.Close())
+	_, err = f.ReadAt(make([]byte, 1), 0)
+	require.True(t, errors.Is(err, os.ErrClosed), "%v", err)
+}
+
+func TestMemFS_String(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/db", 0o755))
+	syncDir(t, m, "/")
+	writeFile(t, m, "/db/a", "abc")
+	f, err := m.Create("/db/b")
+	require.NoError(t, err)
+	appendFile(t, f, "xy")
+	require.Equal(t, "/\n  db/\n    a 3 bytes, 3 synced (entry not synced)\n"+
+		"    b 2 bytes, 0 synced (entry not synced)\n", m.String())
+}

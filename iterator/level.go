@@ -1,0 +1,197 @@
+package iterator
+
+import (
+	"sort"
+
+	"github.com/stratadb/strata/internal/base"
+)
+
+// FileBounds are the smallest and largest internal keys of one file of a
+// level.
+type FileBounds struct {
+	Smallest, Largest base.InternalKey
+}
+
+// Level concatenates the iterators of the files of one sorted level,
+// opening each file only when a positioning call reaches it.
+//
+// Invariants:
+//   - files is sorted and non-overlapping in internal-key order:
+//     files[i].Largest < files[i+1].Smallest. Adjacent files may share a
+//     boundary user key (with different sequence numbers).
+//   - At most one child is open: cur, the iterator of file curIdx; curIdx
+//     is -1 when none is open.
+//   - When the last positioning call returned true, cur rests on the
+//     current entry, and no file between it and the previous entry in the
+//     direction of travel holds an entry.
+//
+// The callback open may return an empty iterator for a file (for example
+// one a filter rules out); the level then moves on to the next file in the
+// direction of travel. A file's iterator is closed when the level moves off
+// the file; errors from those closes are kept and returned by Close.
+type Level struct {
+	files  []FileBounds
+	open   func(i int) (Iterator, error)
+	cur    Iterator
+	curIdx int
+	// err is the error of the last positioning call, reset by the next one.
+	err error
+	// closeErr is the first error returned by a child's Close.
+	closeErr error
+}
+
+var _ Iterator = (*Level)(nil)
+
+// NewLevel returns an iterator over the concatenation of files, whose
+// iterators open returns on demand. The Level owns the iterators open
+// returns.
+func NewLevel(files []FileBounds, open func(i int) (Iterator, error)) *Level {
+	return &Level{files: files, open: open, curIdx: -1}
+}
+
+// load makes file i the open child. It reports false (and sets l.err) if
+// open fails.
+func (l *Level) load(i int) bool {
+	if l.curIdx == i && l.cur != nil {
+		return true
+	}
+	l.closeChild()
+	it, err := l.open(i)
+	if err != nil {
+		l.err = err
+		return false
+	}
+	l.cur, l.curIdx = it, i
+	return true
+}
+
+func (l *Level) closeChild() {
+	if l.cur == nil {
+		return
+	}
+	if err := l.cur.Close(); err != nil && l.closeErr == nil {
+		l.closeErr = err
+	}
+	l.cur, l.curIdx = nil, -1
+}
+
+// settle records the outcome of a positioning call on the child: on an
+// error it reports false and keeps the error.
+func (l *Level) settle(valid bool) (done bool) {
+	if valid {
+		return true
+	}
+	if err := l.cur.Error(); err != nil {
+		l.err = err
+		return true
+	}
+	return false
+}
+
+// forward continues from file i (whose child returned valid) toward the
+// end, opening files with First until one has an entry.
+func (l *Level) forward(i int, valid bool) bool {
+	for !l.settle(valid) {
+		i++
+		if i >= len(l.files) || !l.load(i) {
+			return false
+		}
+		valid = l.cur.First()
+	}
+	return l.err == nil
+}
+
+// backward continues from file i toward the start, opening files with Last.
+func (l *Level) backward(i int, valid bool) bool {
+	for !l.settle(valid) {
+		i--
+		if i < 0 || !l.load(i) {
+			return false
+		}
+		valid = l.cur.Last()
+	}
+	return l.err == nil
+}
+
+// SeekGE implements Iterator. It opens the first file whose largest user
+// key is >= key.
+func (l *Level) SeekGE(key []byte) bool {
+	l.err = nil
+	i := sort.Search(len(l.files), func(i int) bool {
+		return base.CompareUser(l.files[i].Largest.UserKey, key) >= 0
+	})
+	if i >= len(l.files) || !l.load(i) {
+		return false
+	}
+	return l.forward(i, l.cur.SeekGE(key))
+}
+
+// SeekLT implements Iterator. It opens the last file whose smallest user
+// key is < key.
+func (l *Level) SeekLT(key []byte) bool {
+	l.err = nil
+	i := sort.Search(len(l.files), func(i int) bool {
+		return base.CompareUser(l.files[i].Smallest.UserKey, key) >= 0
+	}) - 1
+	if i < 0 || !l.load(i) {
+		return false
+	}
+	return l.backward(i, l.cur.SeekLT(key))
+}
+
+// First implements Iterator.
+func (l *Level) First() bool {
+	l.err = nil
+	if len(l.files) == 0 || !l.load(0) {
+		return false
+	}
+	return l.forward(0, l.cur.First())
+}
+
+// Last implements Iterator.
+func (l *Level) Last() bool {
+	l.err = nil
+	n := len(l.files)
+	if n == 0 || !l.load(n-1) {
+		return false
+	}
+	return l.backward(n-1, l.cur.Last())
+}
+
+// Next implements Iterator.
+func (l *Level) Next() bool {
+	l.err = nil
+	return l.forward(l.curIdx, l.cur.Next())
+}
+
+// Prev implements Iterator.
+func (l *Level) Prev() bool {
+	l.err = nil
+	return l.backward(l.curIdx, l.cur.Prev())
+}
+
+// ResetChild closes the open file's iterator, so that the next positioning
+// call opens its file afresh. A seek into the file already open otherwise
+// reuses that iterator; callers whose open callback decides per seek (a
+// prefix filter that depends on the seek key) reset before seeking. After
+// ResetChild only Seek, First, Last or Close may follow.
+func (l *Level) ResetChild() { l.closeChild() }
+
+// Key implements Iterator.
+func (l *Level) Key() base.InternalKey { return l.cur.Key() }
+
+// Value implements Iterator.
+func (l *Level) Value() []byte { return l.cur.Value() }
+
+// Error implements Iterator.
+func (l *Level) Error() error { return l.err }
+
+// Close closes the open child and returns the first error among the last
+// positioning call's and those of the children's Close.
+func (l *Level) Close() error {
+	l.closeChild()
+	if l.err != nil {
+		return l.err
+	}
+	return l.closeErr
+}

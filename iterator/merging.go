@@ -1,0 +1,289 @@
+package iterator
+
+import (
+	"github.com/stratadb/strata/internal/base"
+)
+
+// Merging merges child iterators into one stream in internal-key order.
+//
+// Order: entries are ordered by (internal key, child index). Equal internal
+// keys in two children happen only through misuse (the engine gives every
+// version its own sequence number), but the order stays deterministic: a
+// forward walk yields the lower child index first, and a backward walk
+// yields exactly the reverse of the forward walk.
+//
+// Invariants, while the last positioning call returned true:
+//   - heap holds the indexes of the children that rest on an entry, ordered
+//     as a min-heap of (key, index) when dir > 0 and as a max-heap when
+//     dir < 0; heap[0] is the current entry.
+//   - In the forward direction every child in the heap rests on its first
+//     entry after the current position in merged order, and every child not
+//     in the heap has no such entry; symmetrically backward. A direction
+//     switch re-establishes this for every child but the current one.
+//   - items[i].key caches children[i].Key() for every i in the heap, so
+//     that comparisons do not call through the interface.
+//
+// Next, Prev, Key and Value do not allocate.
+type Merging struct {
+	items []mergeItem
+	heap  []int
+	dir   int
+	err   error
+}
+
+type mergeItem struct {
+	iter Iterator
+	key  base.InternalKey
+}
+
+var _ Iterator = (*Merging)(nil)
+
+// NewMerging returns a merging iterator over iters, which it owns: Close
+// closes them.
+func NewMerging(iters ...Iterator) *Merging {
+	m := &Merging{}
+	m.Init(iters...)
+	return m
+}
+
+// Init resets m to merge iters, reusing m's memory. m must have been closed
+// (or never used).
+func (m *Merging) Init(iters ...Iterator) {
+	if cap(m.items) < len(iters) {
+		m.items = make([]mergeItem, len(iters))
+		m.heap = make([]int, 0, len(iters))
+	}
+	m.items = m.items[:len(iters)]
+	for i, it := range iters {
+		m.items[i] = mergeItem{iter: it}
+	}
+	m.heap = m.heap[:0]
+	m.dir = 0
+	m.err = nil
+}
+
+// less orders two heap entries for the current direction.
+func (m *Merging) less(a, b int) bool {
+	c := base.InternalCompare(m.items[a].key, m.items[b].key)
+	if c == 0 {
+		c = a - b
+	}
+	if m.dir < 0 {
+		return c > 0
+	}
+	return c < 0
+}
+
+func (m *Merging) down(i int) {
+	h := m.heap
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && m.less(h[r], h[l]) {
+			j = r
+		}
+		if !m.less(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (m *Merging) initHeap() {
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+}
+
+// add records the outcome of a positioning call on child i: it joins the
+// heap if valid, and its error, if any, is kept.
+func (m *Merging) add(i int, valid bool) {
+	if valid {
+		m.items[i].key = m.items[i].iter.Key()
+		m.heap = append(m.heap, i)
+	} else if err := m.items[i].iter.Error(); err != nil && m.err == nil {
+		m.err = err
+	}
+}
+
+// finish builds the heap after every child was positioned in direction dir.
+func (m *Merging) finish(dir int) bool {
+	m.dir = dir
+	if m.err != nil {
+		m.heap = m.heap[:0]
+		return false
+	}
+	m.initHeap()
+	return len(m.heap) > 0
+}
+
+func (m *Merging) reset() {
+	m.heap = m.heap[:0]
+	m.err = nil
+}
+
+// SeekGE implements Iterator.
+func (m *Merging) SeekGE(key []byte) bool {
+	m.reset()
+	for i := range m.items {
+		m.add(i, m.items[i].iter.SeekGE(key))
+	}
+	return m.finish(+1)
+}
+
+// SeekLT implements Iterator.
+func (m *Merging) SeekLT(key []byte) bool {
+	m.reset()
+	for i := range m.items {
+		m.add(i, m.items[i].iter.SeekLT(key))
+	}
+	return m.finish(-1)
+}
+
+// First implements Iterator.
+func (m *Merging) First() bool {
+	m.reset()
+	for i := range m.items {
+		m.add(i, m.items[i].iter.First())
+	}
+	return m.finish(+1)
+}
+
+// Last implements Iterator.
+func (m *Merging) Last() bool {
+	m.reset()
+	for i := range m.items {
+		m.add(i, m.items[i].iter.Last())
+	}
+	return m.finish(-1)
+}
+
+// step moves the current child one entry in direction m.dir and restores
+// the heap.
+func (m *Merging) step() bool {
+	cur := m.heap[0]
+	it := m.items[cur].iter
+	var valid bool
+	if m.dir > 0 {
+		valid = it.Next()
+	} else {
+		valid = it.Prev()
+	}
+	if valid {
+		m.items[cur].key = it.Key()
+	} else {
+		if err := it.Error(); err != nil {
+			m.err = err
+			m.heap = m.heap[:0]
+			return false
+		}
+		last := len(m.heap) - 1
+		m.heap[0] = m.heap[last]
+		m.heap = m.heap[:last]
+	}
+	if len(m.heap) == 0 {
+		return false
+	}
+	m.down(0)
+	return true
+}
+
+// Next implements Iterator.
+func (m *Merging) Next() bool {
+	if m.dir < 0 {
+		return m.switchToForward()
+	}
+	return m.step()
+}
+
+// Prev implements Iterator.
+func (m *Merging) Prev() bool {
+	if m.dir > 0 {
+		return m.switchToBackward()
+	}
+	return m.step()
+}
+
+// switchToForward repositions every child but the current one on its first
+// entry after the current position (key K from child cur), then steps.
+func (m *Merging) switchToForward() bool {
+	cur := m.heap[0]
+	k := m.items[cur].key // owned by child cur, which does not move here
+	m.heap = m.heap[:0]
+	for i := range m.items {
+		if i == cur {
+			continue
+		}
+		it := m.items[i].iter
+		valid := it.SeekGE(k.UserKey)
+		for valid && m.before(it.Key(), i, k, cur) {
+			valid = it.Next()
+		}
+		m.add(i, valid)
+	}
+	m.add(cur, m.items[cur].iter.Next())
+	return m.finish(+1)
+}
+
+// switchToBackward repositions every child but the current one on its last
+// entry before the current position, then steps.
+func (m *Merging) switchToBackward() bool {
+	cur := m.heap[0]
+	k := m.items[cur].key
+	m.heap = m.heap[:0]
+	for i := range m.items {
+		if i == cur {
+			continue
+		}
+		// Walk forward from the first version of K's user key to the first
+		// entry at or after the current position, then step back one. If the
+		// walk runs off the end, the child's last entry is the one.
+		it := m.items[i].iter
+		valid := it.SeekGE(k.UserKey)
+		for valid && m.before(it.Key(), i, k, cur) {
+			valid = it.Next()
+		}
+		if valid {
+			valid = it.Prev()
+		} else if it.Error() == nil {
+			valid = it.Last()
+		}
+		m.add(i, valid)
+	}
+	m.add(cur, m.items[cur].iter.Prev())
+	return m.finish(-1)
+}
+
+// before reports whether entry (a, i) precedes entry (b, j) in merged order.
+func (m *Merging) before(a base.InternalKey, i int, b base.InternalKey, j int) bool {
+	c := base.InternalCompare(a, b)
+	return c < 0 || (c == 0 && i < j)
+}
+
+// Key implements Iterator.
+func (m *Merging) Key() base.InternalKey { return m.items[m.heap[0]].key }
+
+// Value implements Iterator.
+func (m *Merging) Value() []byte { return m.items[m.heap[0]].iter.Value() }
+
+// Error implements Iterator.
+func (m *Merging) Error() error { return m.err }
+
+// Close closes every child and returns the first error among m's and the
+// children's.
+func (m *Merging) Close() error {
+	err := m.err
+	for i := range m.items {
+		if cerr := m.items[i].iter.Close(); err == nil {
+			err = cerr
+		}
+		m.items[i] = mergeItem{}
+	}
+	m.heap = m.heap[:0]
+	return err
+}
