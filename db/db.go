@@ -1,0 +1,223 @@
+// Package db is Strata's public API: an embedded, durable, ordered key-value
+// store built as a log-structured merge tree whose files follow RocksDB's
+// on-disk formats.
+//
+// A DB is safe for concurrent use by many goroutines. See ../docs/architecture.md
+// for the write path, the read path and recovery.
+package db
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/internal/memtable"
+	"github.com/stratadb/strata/internal/record"
+	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/version"
+)
+
+// DB is an open database.
+//
+// Locking: the fields under mu are guarded by mu; methods named …Locked
+// require it. The commit pipeline (commit) serializes writers; only its
+// leader appends to the WAL and the mutable memtable, so the memtable sees a
+// single writer. Readers take no lock on the data path: they load the
+// current readState (memtables + version), which is replaced, never mutated.
+type DB struct {
+	dirname string
+	opts    Options // immutable after Open, but for the mutable options below
+	fs      vfs.FS
+	lock    io.Closer
+	cache   *cache.Cache
+	tables  *tableCache
+
+	closed atomic.Bool
+
+	// visibleSeq is the last sequence number whose write is visible to
+	// readers: every write with a smaller or equal sequence number has been
+	// applied to the memtable. Readers read at visibleSeq+1.
+	visibleSeq atomic.Uint64
+
+	// Mutable options (SetOptions), read without locks.
+	writeBufferSize        atomic.Int64
+	disableAutoCompactions atomic.Bool
+	extractor              atomic.Pointer[extractorHandle]
+	// setOptionsMu makes concurrent SetOptions calls apply one at a time.
+	setOptionsMu sync.Mutex
+
+	commit commitPipeline
+
+	// readState is the current read view; see readState.
+	rsMu      sync.RWMutex
+	readState *readState
+
+	stats dbStats
+
+	// identity is the IDENTITY file's database id.
+	identity string
+	// obsoletePending is set while some table removed from the current
+	// version may still be pinned by an older one.
+	obsoletePending atomic.Bool
+	// testingCompareNamesAlways disables the known-good pointer check in
+	// prefixFilterUsable, reproducing the per-call Name comparison that
+	// RocksDB PR 9407 removed. Benchmarks only.
+	testingCompareNamesAlways bool
+
+	mu struct {
+		sync.Mutex
+		// cond is broadcast when a flush or compaction finishes, when a
+		// background error is set and when the DB closes.
+		cond     sync.Cond
+		versions *version.VersionSet
+		// mem is the mutable memtable; imm are the immutable ones waiting
+		// for flush, oldest first.
+		mem *memTable
+		imm []*memTable
+		log struct {
+			num    uint64
+			file   vfs.File
+			writer *record.Writer
+		}
+		snapshots snapshotList
+		// bgErr, once set, stops all writes: the DB is read-only until
+		// reopened.
+		bgErr      error
+		flushing   bool
+		compacting int
+		// compactions running, by level, to keep them disjoint
+		compactingLevels  [version.NumLevels]bool
+		manualCompactions int
+		closing           bool
+		bgWG              sync.WaitGroup
+		// pendingOutputs are file numbers being written; the obsolete-file
+		// sweep never deletes them.
+		pendingOutputs map[uint64]struct{}
+		// obsoleteTables are tables dropped from the current version, to be
+		// deleted once no version references them.
+		obsoleteTables []uint64
+		// wals are the WAL numbers on disk, ascending.
+		wals []uint64
+	}
+}
+
+// memTable is a memtable with the WAL that holds its writes.
+type memTable struct {
+	*memtable.MemTable
+	logNum uint64 // the WAL that holds this memtable's writes
+	// size is the arena budget the memtable rotates at.
+	size int
+}
+
+// readState is an immutable view of the read path: the memtables and the
+// version at one moment. The version is referenced while the readState is
+// current or held by a reader.
+type readState struct {
+	refs    atomic.Int32
+	mems    []*memTable // the mutable memtable, then the immutable ones newest first
+	version *version.Version
+	db      *DB
+
+	tombOnce sync.Once
+	tombs    []base.Tombstone // every table tombstone of version, lazily
+	tombErr  error
+}
+
+func (rs *readState) unref() {
+	if rs.refs.Add(-1) == 0 {
+		rs.db.unrefVersion(rs.version)
+	}
+}
+
+// loadReadState returns the current read view, referenced; the caller unrefs.
+func (d *DB) loadReadState() *readState {
+	d.rsMu.RLock()
+	rs := d.readState
+	rs.refs.Add(1)
+	d.rsMu.RUnlock()
+	return rs
+}
+
+// updateReadStateLocked installs a new read view from the current memtables
+// and version. d.mu must be held.
+func (d *DB) updateReadStateLocked() {
+	rs := &readState{db: d, version: d.mu.versions.Current()}
+	rs.refs.Store(1)
+	rs.version.Ref()
+	rs.mems = make([]*memTable, 0, 1+len(d.mu.imm))
+	rs.mems = append(rs.mems, d.mu.mem)
+	for i := len(d.mu.imm) - 1; i >= 0; i-- {
+		rs.mems = append(rs.mems, d.mu.imm[i])
+	}
+	d.rsMu.Lock()
+	old := d.readState
+	d.readState = rs
+	d.rsMu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}
+
+// unrefVersion drops a reference to v; when the last reference to a version
+// goes, files only it referenced become obsolete.
+func (d *DB) unrefVersion(v *version.Version) {
+	v.Unref()
+	if v.Refs() == 0 && d.obsoletePending.Load() {
+		d.mu.Lock()
+		d.deleteObsoleteFilesLocked()
+		d.mu.Unlock()
+	}
+}
+
+// checkOpen returns ErrClosed after Close.
+func (d *DB) checkOpen() error {
+	if d.closed.Load() {
+		return errors.Wrap(ErrClosed, "strata: database is closed")
+	}
+	return nil
+}
+
+// Close flushes every write that is only in memtables (so DisableWAL writes
+// persist), waits for background work and releases the directory. A second
+// Close returns ErrClosed.
+func (d *DB) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return errors.Wrap(ErrClosed, "strata: database already closed")
+	}
+	var err error
+	if !d.opts.ReadOnly {
+		// Flush under the closed flag: new writes are refused, writers in
+		// the pipeline finish first.
+		d.commit.drain()
+		d.mu.Lock()
+		if d.mu.bgErr == nil {
+			err = d.flushAllLocked()
+		}
+		d.mu.Unlock()
+	}
+	d.mu.Lock()
+	d.mu.closing = true
+	d.mu.cond.Broadcast()
+	d.mu.Unlock()
+	d.mu.bgWG.Wait()
+
+	d.mu.Lock()
+	if d.mu.log.file != nil {
+		err = errors.CombineErrors(err, d.mu.log.writer.Flush())
+		err = errors.CombineErrors(err, d.mu.log.file.Sync())
+		err = errors.CombineErrors(err, d.mu.log.file.Close())
+		d.mu.log.file = nil
+	}
+	if d.mu.versions != nil {
+		err = errors.CombineErrors(err, d.mu.versions.Close())
+	}
+	d.mu.Unlock()
+	d.tables.close()
+	if d.lock != nil {
+		err = errors.CombineErrors(err, d.lock.Close())
+	}
+	return err
+}

@@ -1,0 +1,19 @@
+package db
+
+import "github.com/stratadb/strata/internal/base"
+
+// Error classes of the contract. Test with errors.Is; the errors returned
+// carry context (file, offset, key, option) around these.
+var (
+	// ErrNotFound: Get/MultiGet found no live value for the key.
+	ErrNotFound = base.ErrNotFound
+	// ErrClosed: a call on a closed DB, iterator or released snapshot.
+	ErrClosed = base.ErrClosed
+	// ErrReadOnly: a write on a DB opened with ReadOnly.
+	ErrReadOnly = base.ErrReadOnly
+	// ErrInvalidArgument: a bad option name or value, a bad range.
+	ErrInvalidArgument = base.ErrInvalidArgument
+	// ErrCorruption: a checksum or format check failed; the message names
+	// the file and the offset.
+	ErrCorruption = base.ErrCorruption
+)

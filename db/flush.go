@@ -1,0 +1,225 @@
+package db
+
+import (
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/memtable"
+	"github.com/stratadb/strata/internal/record"
+	"github.com/stratadb/strata/version"
+)
+
+// newMemTable makes a memtable whose arena holds at least need bytes.
+func (d *DB) newMemTable(logNum uint64, need int) *memTable {
+	size := int(d.writeBufferSize.Load())
+	if need > size {
+		size = need
+	}
+	return &memTable{MemTable: memtable.New(size), logNum: logNum, size: size}
+}
+
+// rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
+// for its successor and schedules a flush. An empty memtable too small for
+// need is just replaced. d.mu must be held.
+func (d *DB) rotateMemtableLocked(need int) error {
+	if d.mu.mem.Empty() {
+		d.mu.mem = d.newMemTable(d.mu.mem.logNum, need)
+		d.updateReadStateLocked()
+		return nil
+	}
+	logNum := d.mu.versions.NextFileNum()
+	if err := d.openWALLocked(logNum); err != nil {
+		return err
+	}
+	d.mu.imm = append(d.mu.imm, d.mu.mem)
+	d.mu.mem = d.newMemTable(logNum, need)
+	d.updateReadStateLocked()
+	d.maybeScheduleFlushLocked()
+	return nil
+}
+
+// openWALLocked creates WAL logNum and makes it the current one, closing the
+// previous WAL (its contents are already flushed to the OS). d.mu must be
+// held.
+func (d *DB) openWALLocked(logNum uint64) error {
+	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
+	f, err := d.fs.Create(name)
+	if err != nil {
+		return errors.Wrapf(err, "strata: creating WAL %s", name)
+	}
+	if err := d.syncDir(); err != nil {
+		f.Close()
+		return err
+	}
+	if old := d.mu.log.file; old != nil {
+		// Syncing the old log keeps the durability promise of writes that
+		// were not synced but whose successors in a new log may be.
+		err := errors.CombineErrors(d.mu.log.writer.Flush(), old.Sync())
+		err = errors.CombineErrors(err, old.Close())
+		if err != nil {
+			f.Close()
+			return errors.Wrapf(err, "strata: closing WAL %06d.log", d.mu.log.num)
+		}
+	}
+	d.mu.log.num = logNum
+	d.mu.wals = append(d.mu.wals, logNum)
+	d.mu.log.file = f
+	d.mu.log.writer = record.NewWriter(f, logNum)
+	return nil
+}
+
+// maybeScheduleFlushLocked starts a flush when one is due and none runs.
+// d.mu must be held.
+func (d *DB) maybeScheduleFlushLocked() {
+	if d.mu.flushing || len(d.mu.imm) == 0 || d.mu.closing || d.mu.bgErr != nil || d.opts.ReadOnly {
+		return
+	}
+	d.mu.flushing = true
+	d.mu.bgWG.Add(1)
+	go func() {
+		defer d.mu.bgWG.Done()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for len(d.mu.imm) > 0 && d.mu.bgErr == nil {
+			if err := d.flushOldestLocked(); err != nil {
+				d.mu.bgErr = err
+			}
+		}
+		d.mu.flushing = false
+		d.mu.cond.Broadcast()
+		d.maybeScheduleCompactionLocked()
+	}()
+}
+
+// flushOldestLocked writes the oldest immutable memtable to an L0 table and
+// records it in the MANIFEST. d.mu must be held; it is released while the
+// table is written.
+func (d *DB) flushOldestLocked() error {
+	m := d.mu.imm[0]
+	// The WAL to keep after this flush: the next memtable's.
+	nextLog := d.mu.mem.logNum
+	if len(d.mu.imm) > 1 {
+		nextLog = d.mu.imm[1].logNum
+	}
+	var meta *version.FileMetadata
+	var err error
+	if !m.Empty() {
+		meta, err = d.writeLevel0TableLocked(m.MemTable)
+		if err != nil {
+			return err
+		}
+	}
+	ve := &version.Edit{
+		LogNumber: nextLog, HasLogNumber: true,
+		PrevLogNumber: 0, HasPrevLogNumber: true,
+		LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true,
+	}
+	if meta != nil {
+		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
+	}
+	if err := d.mu.versions.LogAndApply(ve); err != nil {
+		return errors.Wrap(err, "strata: recording flush in MANIFEST")
+	}
+	if meta != nil {
+		delete(d.mu.pendingOutputs, meta.FileNum)
+		d.stats.flushes.Add(1)
+		d.stats.level[0].bytesWritten.Add(meta.Size)
+	}
+	d.mu.imm = d.mu.imm[1:]
+	d.updateReadStateLocked()
+	d.deleteObsoleteFilesLocked()
+	d.mu.cond.Broadcast()
+	return nil
+}
+
+// writeLevel0TableLocked writes the contents of m into a new table file.
+// d.mu must be held; it is released during the write.
+func (d *DB) writeLevel0TableLocked(m *memtable.MemTable) (*version.FileMetadata, error) {
+	fileNum := d.mu.versions.NextFileNum()
+	d.mu.pendingOutputs[fileNum] = struct{}{}
+	d.mu.Unlock()
+	start := time.Now()
+	meta, err := d.writeTable(fileNum, m.NewIter(), m.Tombstones(base.MaxSeqNum), 0)
+	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
+	d.mu.Lock()
+	if err != nil {
+		delete(d.mu.pendingOutputs, fileNum)
+		return nil, err
+	}
+	return meta, nil
+}
+
+// flushAllLocked rotates a non-empty memtable and waits until every
+// memtable up to it is flushed. d.mu must be held.
+func (d *DB) flushAllLocked() error {
+	if !d.mu.mem.Empty() {
+		if err := d.rotateMemtableLocked(0); err != nil {
+			return err
+		}
+	}
+	for len(d.mu.imm) > 0 {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		d.maybeScheduleFlushLocked()
+		d.mu.cond.Wait()
+	}
+	return d.mu.bgErr
+}
+
+// Flush writes the memtable to a table file; the data is durable on return.
+func (d *DB) Flush() error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if d.opts.ReadOnly {
+		return errors.Wrap(ErrReadOnly, "strata: Flush on a read-only database")
+	}
+	// Rotate from inside the commit pipeline, so that no leader is
+	// applying a batch to the memtable being rotated, and so that the flush
+	// covers every write acknowledged before Flush was called.
+	w := &writer{flush: true}
+	if err := d.runInPipeline(w); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for w.flushed != nil && d.isImmutableLocked(w.flushed) {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		if d.mu.closing {
+			return errors.Wrap(ErrClosed, "strata: database closed during Flush")
+		}
+		d.maybeScheduleFlushLocked()
+		d.mu.cond.Wait()
+	}
+	return d.mu.bgErr
+}
+
+// rotateForFlush runs as the pipeline leader for a Flush call.
+func (d *DB) rotateForFlush(w *writer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.bgErr != nil {
+		return d.mu.bgErr
+	}
+	if d.mu.mem.Empty() {
+		if n := len(d.mu.imm); n > 0 {
+			w.flushed = d.mu.imm[n-1]
+		}
+		return nil
+	}
+	w.flushed = d.mu.mem
+	return d.rotateMemtableLocked(0)
+}
+
+func (d *DB) isImmutableLocked(m *memTable) bool {
+	for _, x := range d.mu.imm {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}

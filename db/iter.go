@@ -1,0 +1,477 @@
+package db
+
+import (
+	"bytes"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/rangedel"
+	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/version"
+)
+
+type direction int8
+
+const (
+	forward direction = iota
+	reverse
+)
+
+// Iterator walks the live keys of a consistent view of the database in key
+// order, in both directions.
+//
+// State: in the forward direction the internal iterator rests on the entry
+// that supplies Key and Value. In the reverse direction it rests just before
+// every entry of the current key, whose key and value are copied into
+// savedKey and savedValue (as in LevelDB's DBIter).
+//
+// Valid, Key, Value and Next allocate nothing; the upper-bound check is one
+// comparison against the bound given in ReadOptions.
+type Iterator struct {
+	d      *DB
+	rs     *readState
+	iter   *iterator.Merging
+	levels []*iterator.Level // every level iterator, for resetting filtered children
+	snap   base.SeqNum
+	tombs  rangedel.Set
+
+	lower, upper []byte
+	h            *extractorHandle
+	prefixSame   bool
+	totalOrder   bool
+	// prefix is the Seek key's prefix under PrefixSameAsStart (nil: no
+	// narrowing). prefixContiguous is true when the extractor's prefixes are
+	// byte prefixes of their keys, so that iteration can stop at the first
+	// key past them.
+	prefix           []byte
+	prefixBuf        []byte
+	hasPrefix        bool
+	prefixContiguous bool
+	// filterPrefix is the prefix the table filters are probed with during a
+	// seek (nil: no filtering).
+	filterPrefix []byte
+
+	dir        direction
+	valid      bool
+	iterValid  bool // the internal iterator's last positioning result
+	savedKey   []byte
+	savedValue []byte
+	seekBuf    []byte
+	err        error
+	closed     bool
+}
+
+// NewIterator returns an iterator over the state at ro.Snapshot (or now).
+// It is positioned nowhere: call a Seek method first. Close it when done.
+func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
+	it := &Iterator{d: d}
+	if err := d.checkOpen(); err != nil {
+		it.err, it.closed = err, true
+		return it
+	}
+	if ro == nil {
+		ro = &ReadOptions{}
+	}
+	snap, err := d.readSeq(ro)
+	if err != nil {
+		it.err, it.closed = err, true
+		return it
+	}
+	it.snap = snap
+	it.lower = append([]byte(nil), ro.LowerBound...)
+	if ro.LowerBound == nil {
+		it.lower = nil
+	}
+	if ro.UpperBound != nil {
+		it.upper = append([]byte(nil), ro.UpperBound...)
+	}
+	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
+	it.h = d.extractor.Load()
+	it.rs = d.loadReadState()
+	if err := it.build(); err != nil {
+		it.rs.unref()
+		it.rs = nil
+		it.err, it.closed = err, true
+	}
+	d.stats.iterators.Add(1)
+	return it
+}
+
+// build assembles the merging iterator and the tombstone fragments.
+func (it *Iterator) build() error {
+	rs := it.rs
+	var children []iterator.Iterator
+	var tombs []base.Tombstone
+	for _, m := range rs.mems {
+		children = append(children, m.NewIter())
+		if m.HasTombstones() {
+			tombs = append(tombs, m.Tombstones(it.snap)...)
+		}
+	}
+	tt, err := rs.tableTombstones()
+	if err != nil {
+		return err
+	}
+	tombs = append(tombs, tt...)
+	it.tombs = rangedel.Build(tombs, it.snap)
+	v := rs.version
+	for _, f := range v.Levels[0] {
+		l := it.d.newLevelIter(it, []*version.FileMetadata{f})
+		it.levels = append(it.levels, l)
+		children = append(children, l)
+	}
+	for level := 1; level < len(v.Levels); level++ {
+		if len(v.Levels[level]) == 0 {
+			continue
+		}
+		l := it.d.newLevelIter(it, v.Levels[level])
+		it.levels = append(it.levels, l)
+		children = append(children, l)
+	}
+	it.iter = iterator.NewMerging(children...)
+	return nil
+}
+
+// Valid reports whether the iterator rests on a key.
+func (it *Iterator) Valid() bool { return it.valid }
+
+// Key returns the current key, valid until the iterator moves.
+func (it *Iterator) Key() []byte {
+	if it.dir == forward {
+		return it.iter.Key().UserKey
+	}
+	return it.savedKey
+}
+
+// Value returns the current value, valid until the iterator moves.
+func (it *Iterator) Value() []byte {
+	if it.dir == forward {
+		return it.iter.Value()
+	}
+	return it.savedValue
+}
+
+// Err returns the error that stopped the iterator, if any.
+func (it *Iterator) Err() error { return it.err }
+
+// Close releases the iterator's view of the database. A second Close
+// returns ErrClosed.
+func (it *Iterator) Close() error {
+	if it.closed {
+		if it.err != nil && errors.Is(it.err, ErrClosed) {
+			return it.err
+		}
+		return errors.Wrap(ErrClosed, "strata: iterator already closed")
+	}
+	it.closed, it.valid = true, false
+	var err error
+	if it.iter != nil {
+		err = it.iter.Close()
+	}
+	if it.rs != nil {
+		it.rs.unref()
+		it.rs = nil
+	}
+	if it.err == nil {
+		it.err = errors.Wrap(ErrClosed, "strata: iterator closed")
+	}
+	return err
+}
+
+// usable reports whether a positioning call may run.
+func (it *Iterator) usable() bool {
+	if it.closed {
+		it.valid = false
+		return false
+	}
+	it.err = nil
+	return true
+}
+
+// setPrefix records the narrowing prefix for a Seek to key.
+func (it *Iterator) setPrefix(key []byte) {
+	it.hasPrefix, it.filterPrefix = false, nil
+	if it.h == nil {
+		return
+	}
+	ext := it.h.ext
+	if !ext.InDomain(key) {
+		return
+	}
+	if it.prefixSame {
+		p := ext.Transform(key)
+		it.prefixBuf = append(it.prefixBuf[:0], p...)
+		it.prefix = it.prefixBuf
+		it.hasPrefix = true
+		it.prefixContiguous = bytes.HasPrefix(key, p)
+		if !it.totalOrder {
+			it.filterPrefix = it.prefix
+		}
+		return
+	}
+	// RocksDB's auto prefix mode: an upper bound inside the seek key's
+	// prefix means every key read has that prefix, so filters apply.
+	if !it.totalOrder && it.upper != nil && builtinExtractor(it.h.name) && ext.InDomain(it.upper) &&
+		bytes.HasPrefix(key, ext.Transform(key)) {
+		p := ext.Transform(key)
+		if bytes.Equal(p, ext.Transform(it.upper)) {
+			it.prefixBuf = append(it.prefixBuf[:0], p...)
+			it.filterPrefix = it.prefixBuf
+		}
+	}
+}
+
+// resetFilteredChildren drops level children opened for an earlier seek's
+// filter decision, so the next seek decides afresh.
+func (it *Iterator) resetFilteredChildren() {
+	for _, l := range it.levels {
+		l.ResetChild()
+	}
+}
+
+// inPrefix reports whether key passes the PrefixSameAsStart narrowing, and
+// whether iteration in the current direction can stop (past the prefix).
+func (it *Iterator) inPrefix(key []byte) (ok, stop bool) {
+	if !it.hasPrefix {
+		return true, false
+	}
+	ext := it.h.ext
+	if ext.InDomain(key) && bytes.Equal(ext.Transform(key), it.prefix) {
+		return true, false
+	}
+	if !it.prefixContiguous {
+		return false, false
+	}
+	if bytes.HasPrefix(key, it.prefix) {
+		return false, false
+	}
+	return false, true
+}
+
+// SeekToFirst moves to the first key (at or after LowerBound).
+func (it *Iterator) SeekToFirst() {
+	if !it.usable() {
+		return
+	}
+	it.hasPrefix, it.filterPrefix = false, nil
+	it.resetFilteredChildren()
+	it.dir = forward
+	if it.lower != nil {
+		it.iterValid = it.iter.SeekGE(it.lower)
+	} else {
+		it.iterValid = it.iter.First()
+	}
+	it.findNextUserEntry(false, nil)
+}
+
+// Seek moves to the first key >= key.
+func (it *Iterator) Seek(key []byte) {
+	if !it.usable() {
+		return
+	}
+	it.setPrefix(key)
+	it.resetFilteredChildren()
+	it.dir = forward
+	target := key
+	if it.lower != nil && bytes.Compare(target, it.lower) < 0 {
+		target = it.lower
+	}
+	it.iterValid = it.iter.SeekGE(target)
+	it.findNextUserEntry(false, nil)
+}
+
+// SeekToLast moves to the last key (before UpperBound).
+func (it *Iterator) SeekToLast() {
+	if !it.usable() {
+		return
+	}
+	it.hasPrefix, it.filterPrefix = false, nil
+	it.resetFilteredChildren()
+	it.dir = reverse
+	if it.upper != nil {
+		it.iterValid = it.iter.SeekLT(it.upper)
+	} else {
+		it.iterValid = it.iter.Last()
+	}
+	it.findPrevUserEntry()
+}
+
+// SeekForPrev moves to the last key <= key.
+func (it *Iterator) SeekForPrev(key []byte) {
+	if !it.usable() {
+		return
+	}
+	it.setPrefix(key)
+	it.resetFilteredChildren()
+	it.dir = reverse
+	if it.upper != nil && bytes.Compare(key, it.upper) >= 0 {
+		it.iterValid = it.iter.SeekLT(it.upper)
+	} else {
+		// The last entry <= key is the last one < key+"\x00".
+		it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
+		it.iterValid = it.iter.SeekLT(it.seekBuf)
+	}
+	it.findPrevUserEntry()
+}
+
+// Next moves to the next key.
+func (it *Iterator) Next() {
+	if !it.usable() || !it.valid {
+		it.valid = false
+		return
+	}
+	if it.dir == reverse {
+		// The internal iterator rests before the current key's entries.
+		it.dir = forward
+		if it.iterValid {
+			it.iterValid = it.iter.Next()
+		} else {
+			it.iterValid = it.iter.First()
+		}
+		// savedKey holds the current key: skip its entries.
+		it.findNextUserEntry(true, it.savedKey)
+		return
+	}
+	it.savedKey = append(it.savedKey[:0], it.iter.Key().UserKey...)
+	it.iterValid = it.iter.Next()
+	it.findNextUserEntry(true, it.savedKey)
+}
+
+// Prev moves to the previous key.
+func (it *Iterator) Prev() {
+	if !it.usable() || !it.valid {
+		it.valid = false
+		return
+	}
+	if it.dir == forward {
+		// Step back to the last entry before the current key.
+		it.savedKey = append(it.savedKey[:0], it.iter.Key().UserKey...)
+		for {
+			it.iterValid = it.iter.Prev()
+			if !it.iterValid || bytes.Compare(it.iter.Key().UserKey, it.savedKey) < 0 {
+				break
+			}
+		}
+		it.dir = reverse
+	}
+	it.findPrevUserEntry()
+}
+
+// findNextUserEntry moves forward from the internal iterator's position to
+// the first visible, live key; with skipping set it first passes every
+// entry of skip.
+func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
+	for ; it.iterValid; it.iterValid = it.iter.Next() {
+		k := it.iter.Key()
+		seq := k.SeqNum()
+		if seq >= it.snap {
+			continue
+		}
+		if skipping && bytes.Equal(k.UserKey, skip) {
+			continue
+		}
+		switch k.Kind() {
+		case base.KindSet:
+			if !it.tombs.Empty() && it.tombs.Deleted(k.UserKey, seq) {
+				skip = it.saveSkip(k.UserKey)
+				skipping = true
+				continue
+			}
+			if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
+				it.valid = false
+				return
+			}
+			if ok, stop := it.inPrefix(k.UserKey); !ok {
+				if stop {
+					it.valid = false
+					return
+				}
+				skip = it.saveSkip(k.UserKey)
+				skipping = true
+				continue
+			}
+			it.valid = true
+			return
+		case base.KindDelete, base.KindSingleDelete:
+			skip = it.saveSkip(k.UserKey)
+			skipping = true
+		default:
+			it.err = errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", k.UserKey, k.Kind())
+			it.valid = false
+			return
+		}
+	}
+	it.valid = false
+	if err := it.iter.Error(); err != nil {
+		it.err = err
+	}
+}
+
+// saveSkip copies key into the skip buffer. The buffer must not be
+// savedKey, which Next passes in as the key to skip; both reuse memory.
+func (it *Iterator) saveSkip(key []byte) []byte {
+	it.seekBuf = append(it.seekBuf[:0], key...)
+	return it.seekBuf
+}
+
+// findPrevUserEntry moves backward from the internal iterator's position to
+// the previous visible, live key, leaving the internal iterator just before
+// that key's entries.
+func (it *Iterator) findPrevUserEntry() {
+	haveValue := false
+	for it.iterValid {
+		k := it.iter.Key()
+		seq := k.SeqNum()
+		if seq < it.snap {
+			if haveValue && bytes.Compare(k.UserKey, it.savedKey) < 0 {
+				break
+			}
+			if !haveValue && it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
+				break
+			}
+			switch k.Kind() {
+			case base.KindSet:
+				if it.tombs.Deleted(k.UserKey, seq) {
+					haveValue = false
+					break
+				}
+				if ok, stop := it.inPrefix(k.UserKey); !ok {
+					haveValue = false
+					if stop && bytes.Compare(k.UserKey, it.prefix) < 0 {
+						it.valid = false
+						it.checkErr()
+						return
+					}
+					break
+				}
+				it.savedKey = append(it.savedKey[:0], k.UserKey...)
+				it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
+				haveValue = true
+			case base.KindDelete, base.KindSingleDelete:
+				haveValue = false
+			default:
+				it.err = errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", k.UserKey, k.Kind())
+				it.valid = false
+				return
+			}
+		}
+		it.iterValid = it.iter.Prev()
+	}
+	it.valid = haveValue
+	if !haveValue {
+		it.checkErr()
+	}
+}
+
+func (it *Iterator) checkErr() {
+	if err := it.iter.Error(); err != nil {
+		it.err = err
+	}
+}
+
+// builtinExtractor reports whether name is one of RocksDB's extractors,
+// whose prefixes are byte prefixes shared by every key that starts with
+// them: the condition for RocksDB's auto prefix mode.
+func builtinExtractor(name string) bool {
+	return len(name) > 8 && name[:8] == "rocksdb."
+}

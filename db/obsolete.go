@@ -1,0 +1,53 @@
+package db
+
+import (
+	"github.com/stratadb/strata/internal/base"
+)
+
+// deleteObsoleteFilesLocked deletes the tables that no live version
+// references and the WALs whose memtables are all flushed. d.mu must be held.
+//
+// Files are tracked as they become obsolete rather than found by listing
+// the directory: a listing per flush would cost O(files) on large databases.
+// Open sweeps the directory once for leftovers of a crash.
+func (d *DB) deleteObsoleteFilesLocked() {
+	if d.opts.ReadOnly {
+		return
+	}
+	if len(d.mu.obsoleteTables) > 0 {
+		live := d.mu.versions.LiveFileNums()
+		kept := d.mu.obsoleteTables[:0]
+		for _, num := range d.mu.obsoleteTables {
+			if _, ok := live[num]; ok {
+				kept = append(kept, num)
+				continue
+			}
+			d.tables.evict(num)
+			d.removeFile(base.FileKindTable, num)
+		}
+		d.mu.obsoleteTables = kept
+		d.obsoletePending.Store(len(kept) > 0)
+	}
+	minLog := d.minUnflushedLogLocked()
+	n := 0
+	for n < len(d.mu.wals) && d.mu.wals[n] < minLog {
+		d.removeFile(base.FileKindLog, d.mu.wals[n])
+		n++
+	}
+	d.mu.wals = d.mu.wals[n:]
+}
+
+// minUnflushedLogLocked is the oldest WAL still holding unflushed writes.
+// d.mu must be held.
+func (d *DB) minUnflushedLogLocked() uint64 {
+	if len(d.mu.imm) > 0 {
+		return d.mu.imm[0].logNum
+	}
+	return d.mu.mem.logNum
+}
+
+// removeFile deletes a file; failures are not errors (the next Open sweeps
+// again).
+func (d *DB) removeFile(kind base.FileKind, num uint64) {
+	_ = d.fs.Remove(d.path(base.MakeFilename(kind, num)))
+}

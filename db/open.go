@@ -1,0 +1,361 @@
+package db
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/batch"
+	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/internal/record"
+	"github.com/stratadb/strata/version"
+)
+
+// dirListing is the database directory, listed once at Open and parsed
+// once into (kind, number) per file.
+type dirListing struct {
+	hasCurrent  bool
+	hasIdentity bool
+	logs        []uint64 // ascending
+	tables      []uint64 // ascending
+	manifests   []uint64
+	options     []uint64
+	temps       []string
+	maxNum      uint64
+}
+
+func (d *DB) listDir() (dirListing, error) {
+	var l dirListing
+	names, err := d.fs.List(d.dirname)
+	if err != nil {
+		return l, errors.Wrapf(err, "strata: listing %s", d.dirname)
+	}
+	for _, name := range names {
+		kind, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		if num > l.maxNum {
+			l.maxNum = num
+		}
+		switch kind {
+		case base.FileKindCurrent:
+			l.hasCurrent = true
+		case base.FileKindIdentity:
+			l.hasIdentity = true
+		case base.FileKindLog:
+			l.logs = append(l.logs, num)
+		case base.FileKindTable:
+			l.tables = append(l.tables, num)
+		case base.FileKindManifest:
+			l.manifests = append(l.manifests, num)
+		case base.FileKindOptions:
+			l.options = append(l.options, num)
+		case base.FileKindTemp:
+			l.temps = append(l.temps, name)
+		}
+	}
+	sortNums(l.logs)
+	sortNums(l.tables)
+	sortNums(l.options)
+	return l, nil
+}
+
+func sortNums(s []uint64) { sort.Slice(s, func(i, j int) bool { return s[i] < s[j] }) }
+
+// Open opens the database in dirname. nil opts means all defaults.
+func Open(dirname string, opts *Options) (*DB, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	d := &DB{dirname: dirname, opts: o, fs: o.FS}
+	d.mu.cond.L = &d.mu.Mutex
+	d.mu.pendingOutputs = make(map[uint64]struct{})
+	d.writeBufferSize.Store(int64(o.WriteBufferSize))
+	d.disableAutoCompactions.Store(o.DisableAutoCompactions)
+	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
+	d.cache = cache.New(o.BlockCacheSize)
+	d.tables = newTableCache(d, o.MaxOpenFiles)
+	if err := d.open(); err != nil {
+		d.abandon()
+		return nil, err
+	}
+	return d, nil
+}
+
+// abandon releases what a failed Open acquired.
+func (d *DB) abandon() {
+	d.mu.Lock()
+	if d.mu.log.file != nil {
+		d.mu.log.file.Close()
+	}
+	if d.mu.versions != nil {
+		d.mu.versions.Close()
+	}
+	d.mu.closing = true
+	d.mu.Unlock()
+	d.mu.bgWG.Wait()
+	d.tables.close()
+	if d.lock != nil {
+		d.lock.Close()
+	}
+}
+
+func (d *DB) open() error {
+	o := &d.opts
+	if !o.ReadOnly {
+		if o.CreateIfMissing {
+			if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {
+				return errors.Wrapf(err, "strata: creating %s", d.dirname)
+			}
+		}
+		lock, err := d.fs.Lock(d.path(base.MakeFilename(base.FileKindLock, 0)))
+		if err != nil {
+			return errors.Wrapf(err, "strata: locking %s (is another process or DB handle using it?)", d.dirname)
+		}
+		d.lock = lock
+	}
+	listing, err := d.listDir()
+	if err != nil {
+		return err
+	}
+	vopts := version.Options{}
+	var vs *version.VersionSet
+	switch {
+	case !listing.hasCurrent:
+		if o.ReadOnly || !o.CreateIfMissing {
+			return errors.Wrapf(ErrInvalidArgument, "strata: %s holds no database (CURRENT missing) and CreateIfMissing is not set", d.dirname)
+		}
+		if err := d.writeIdentity(); err != nil {
+			return err
+		}
+		listing.hasIdentity = true
+		vs, err = version.Create(d.fs, d.dirname, vopts)
+	case o.ErrorIfExists:
+		return errors.Wrapf(ErrInvalidArgument, "strata: database %s already exists and ErrorIfExists is set", d.dirname)
+	default:
+		vs, err = version.Load(d.fs, d.dirname, vopts)
+	}
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.versions = vs
+	if listing.maxNum > 0 {
+		vs.MarkFileNumUsed(listing.maxNum)
+	}
+	if err := d.readIdentity(listing.hasIdentity); err != nil {
+		return err
+	}
+	d.visibleSeq.Store(uint64(vs.LastSeq()))
+	if err := d.recoverWALsLocked(listing.logs); err != nil {
+		return err
+	}
+	if !o.ReadOnly {
+		d.sweepLocked(listing)
+	}
+	d.updateReadStateLocked()
+	d.maybeScheduleCompactionLocked()
+	return nil
+}
+
+// recoverWALsLocked replays the WALs that may hold unflushed writes, in
+// order. A writable DB flushes what it recovered to L0 and starts a new WAL;
+// a read-only one keeps it in memtables. d.mu must be held.
+func (d *DB) recoverWALsLocked(logs []uint64) error {
+	vs := d.mu.versions
+	minLog := vs.LogNumber()
+	var toReplay []uint64
+	for _, n := range logs {
+		if n >= minLog || (n != 0 && n == vs.PrevLogNumber()) {
+			toReplay = append(toReplay, n)
+		}
+	}
+	d.mu.mem = d.newMemTable(0, 0)
+	for i, n := range toReplay {
+		if err := d.replayWALLocked(n, i == len(toReplay)-1); err != nil {
+			return err
+		}
+	}
+	if d.opts.ReadOnly {
+		return nil
+	}
+	// Move every recovered memtable to L0, and start the new WAL in the
+	// same MANIFEST edit.
+	if !d.mu.mem.Empty() {
+		d.mu.imm = append(d.mu.imm, d.mu.mem)
+	}
+	newLog := vs.NextFileNum()
+	ve := &version.Edit{LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
+		LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
+	for _, m := range d.mu.imm {
+		meta, err := d.writeLevel0TableLocked(m.MemTable)
+		if err != nil {
+			return err
+		}
+		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
+	}
+	d.mu.imm = nil
+	if err := d.openWALLocked(newLog); err != nil {
+		return err
+	}
+	d.mu.mem = d.newMemTable(newLog, 0)
+	if err := vs.LogAndApply(ve); err != nil {
+		return errors.Wrap(err, "strata: recording recovery in MANIFEST")
+	}
+	for _, nf := range ve.NewFiles {
+		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
+	}
+	return nil
+}
+
+// replayWALLocked applies the batches of WAL num to the memtables. A torn
+// tail is dropped when the WAL is the last one: those writes were never
+// acknowledged. d.mu must be held.
+func (d *DB) replayWALLocked(num uint64, last bool) error {
+	name := d.path(base.MakeFilename(base.FileKindLog, num))
+	f, err := d.fs.Open(name)
+	if err != nil {
+		return errors.Wrapf(err, "strata: opening WAL %s", name)
+	}
+	defer f.Close()
+	r := record.NewReader(f, num, name)
+	var b batch.Batch
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if errors.Is(err, record.ErrTornTail) {
+			if last {
+				return nil
+			}
+			return base.MarkCorruption(errors.Wrapf(err, "strata: WAL %s is not the last one but ends in a torn record", name))
+		}
+		if err != nil {
+			return err
+		}
+		if err := b.SetData(rec); err != nil {
+			return base.MarkCorruption(errors.Wrapf(err, "strata: WAL %s offset %d", name, r.Offset()))
+		}
+		if b.Count() == 0 {
+			continue
+		}
+		if err := d.applyRecoveredLocked(&b, name); err != nil {
+			return err
+		}
+	}
+}
+
+// applyRecoveredLocked applies one recovered batch, moving full memtables
+// aside (to be flushed by the caller, or kept when read-only).
+func (d *DB) applyRecoveredLocked(b *batch.Batch, name string) error {
+	if need := arenaNeed(b); !d.mu.mem.fits(need) {
+		if !d.mu.mem.Empty() {
+			d.mu.imm = append(d.mu.imm, d.mu.mem)
+		}
+		d.mu.mem = d.newMemTable(0, need)
+	}
+	last, err := applyBatch(d.mu.mem.MemTable, b, b.Seq())
+	if err != nil {
+		return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
+	}
+	if uint64(last) > d.visibleSeq.Load() {
+		d.visibleSeq.Store(uint64(last))
+	}
+	return nil
+}
+
+// sweepLocked deletes what the directory listing shows to be obsolete:
+// tables no version references, WALs older than the current one, old
+// MANIFESTs and temporary files. d.mu must be held.
+func (d *DB) sweepLocked(l dirListing) {
+	live := d.mu.versions.LiveFileNums()
+	for _, n := range l.tables {
+		if _, ok := live[n]; !ok {
+			if _, pending := d.mu.pendingOutputs[n]; !pending {
+				d.removeFile(base.FileKindTable, n)
+			}
+		}
+	}
+	for _, n := range l.logs {
+		if n < d.mu.log.num {
+			d.removeFile(base.FileKindLog, n)
+		}
+	}
+	cur := d.mu.versions.ManifestFileNum()
+	for _, n := range l.manifests {
+		if n != cur {
+			d.removeFile(base.FileKindManifest, n)
+		}
+	}
+	for _, name := range l.temps {
+		_ = d.fs.Remove(d.path(name))
+	}
+}
+
+// writeIdentity writes IDENTITY: a random UUID, as RocksDB does.
+func (d *DB) writeIdentity() error {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		return errors.Wrap(err, "strata: generating database id")
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	id := fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+	name := d.path(base.MakeFilename(base.FileKindIdentity, 0))
+	f, err := d.fs.Create(name)
+	if err != nil {
+		return errors.Wrapf(err, "strata: creating %s", name)
+	}
+	_, err = f.Write([]byte(id))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Wrapf(err, "strata: writing %s", name)
+	}
+	d.identity = id
+	return nil
+}
+
+// readIdentity loads the database id, creating IDENTITY if it is missing
+// (as RocksDB does) unless read-only.
+func (d *DB) readIdentity(exists bool) error {
+	if d.identity != "" {
+		return nil
+	}
+	if !exists {
+		if d.opts.ReadOnly {
+			return nil
+		}
+		return d.writeIdentity()
+	}
+	name := d.path(base.MakeFilename(base.FileKindIdentity, 0))
+	f, err := d.fs.Open(name)
+	if err != nil {
+		return errors.Wrapf(err, "strata: opening %s", name)
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return errors.Wrapf(err, "strata: reading %s", name)
+	}
+	d.identity = string(trimSpace(buf))
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

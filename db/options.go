@@ -1,0 +1,224 @@
+package db
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/prefix"
+)
+
+// Compression selects how table blocks are compressed.
+type Compression int
+
+const (
+	NoCompression Compression = iota
+	SnappyCompression
+	ZstdCompression
+)
+
+func (c Compression) String() string {
+	switch c {
+	case NoCompression:
+		return "none"
+	case SnappyCompression:
+		return "snappy"
+	case ZstdCompression:
+		return "zstd"
+	}
+	return "unknown"
+}
+
+// CompactionStyle selects how table files are merged over time.
+type CompactionStyle int
+
+const (
+	// LevelCompaction keeps L1 and below sorted and non-overlapping, each
+	// level about ten times the size of the one above (RocksDB's default).
+	LevelCompaction CompactionStyle = iota
+	// FIFOCompaction keeps every file in L0 and deletes the oldest once the
+	// total size passes FIFOMaxTableFilesSize: for data with a lifetime.
+	FIFOCompaction
+)
+
+// FS is the file-system interface every file access goes through.
+type FS = vfs.FS
+
+// Options configure a DB at Open. The zero value of each field means its
+// default.
+type Options struct {
+	// CreateIfMissing creates the database when the directory holds none.
+	CreateIfMissing bool
+	// ErrorIfExists makes Open fail if a database already exists.
+	ErrorIfExists bool
+	// ReadOnly opens without writes, background work or new files. Data
+	// that lives only in the WAL is visible.
+	ReadOnly bool
+	// WriteBufferSize is the memtable size in bytes before it is flushed.
+	// Default: 64 MiB. Larger buffers mean fewer, larger L0 files and more
+	// memory.
+	WriteBufferSize int
+	// MaxWriteBufferNumber is the number of memtables (the mutable one and
+	// those waiting for flush) before writes stall. Default: 2.
+	MaxWriteBufferNumber int
+	// BloomBitsPerKey is the filter size per key; 0 writes no filters.
+	// 10 gives about 1% false positives.
+	BloomBitsPerKey int
+	// PrefixExtractor, when set, adds each key's prefix to the table filters
+	// and enables prefix seeks. Default: none.
+	PrefixExtractor prefix.Extractor
+	// Compression of table blocks. Default: none.
+	Compression Compression
+	// CompactionStyle. Default: LevelCompaction.
+	CompactionStyle CompactionStyle
+	// FIFOMaxTableFilesSize: with FIFO, drop the oldest files once the total
+	// is above this. Default: 1 GiB.
+	FIFOMaxTableFilesSize int64
+	// FIFOAllowCompaction lets FIFO merge small L0 files (db_bench's
+	// -fifo_compaction_allow_compaction). Default: false.
+	FIFOAllowCompaction bool
+	// DisableAutoCompactions stops background compactions; CompactRange
+	// still works.
+	DisableAutoCompactions bool
+	// BlockCacheSize bounds the data-block cache in bytes. Index and filter
+	// blocks are pinned by each open table, outside this budget, as in
+	// RocksDB's default. Default: 8 MiB.
+	BlockCacheSize int64
+	// MaxOpenFiles bounds the table readers kept open. Default: 10000.
+	MaxOpenFiles int
+	// BlockSize is the uncompressed size of table data blocks. Default: 4 KiB.
+	BlockSize int
+	// Level0FileNumCompactionTrigger starts an L0 compaction. Default: 4.
+	Level0FileNumCompactionTrigger int
+	// Level0SlowdownWritesTrigger slows writes down. Default: 20.
+	Level0SlowdownWritesTrigger int
+	// Level0StopWritesTrigger stops writes until compaction catches up.
+	// Default: 36.
+	Level0StopWritesTrigger int
+	// TargetFileSizeBase is the size of compaction output files. Default:
+	// 64 MiB.
+	TargetFileSizeBase int64
+	// MaxBytesForLevelBase is the target size of L1; each lower level is
+	// MaxBytesForLevelMultiplier times larger. Default: 256 MiB.
+	MaxBytesForLevelBase int64
+	// MaxBytesForLevelMultiplier. Default: 10.
+	MaxBytesForLevelMultiplier int
+	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default: 2.
+	MaxBackgroundJobs int
+	// FS is the file system. Default: the operating system's.
+	FS FS
+}
+
+// Defaults, as constants so nothing can change them at run time.
+const (
+	defaultWriteBufferSize      = 64 << 20
+	defaultMaxWriteBufferNumber = 2
+	defaultFIFOMaxSize          = 1 << 30
+	defaultBlockCacheSize       = 8 << 20
+	defaultMaxOpenFiles         = 10000
+	defaultBlockSize            = 4 << 10
+	defaultL0Trigger            = 4
+	defaultL0Slowdown           = 20
+	defaultL0Stop               = 36
+	defaultTargetFileSize       = 64 << 20
+	defaultMaxBytesForBase      = 256 << 20
+	defaultLevelMultiplier      = 10
+	defaultMaxBackgroundJobs    = 2
+)
+
+// withDefaults returns a copy of o (nil meaning all defaults) with every zero
+// field set to its default.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	setDefault(&r.WriteBufferSize, defaultWriteBufferSize)
+	setDefault(&r.MaxWriteBufferNumber, defaultMaxWriteBufferNumber)
+	setDefault(&r.FIFOMaxTableFilesSize, defaultFIFOMaxSize)
+	setDefault(&r.BlockCacheSize, defaultBlockCacheSize)
+	setDefault(&r.MaxOpenFiles, defaultMaxOpenFiles)
+	setDefault(&r.BlockSize, defaultBlockSize)
+	setDefault(&r.Level0FileNumCompactionTrigger, defaultL0Trigger)
+	setDefault(&r.Level0SlowdownWritesTrigger, defaultL0Slowdown)
+	setDefault(&r.Level0StopWritesTrigger, defaultL0Stop)
+	setDefault(&r.TargetFileSizeBase, defaultTargetFileSize)
+	setDefault(&r.MaxBytesForLevelBase, defaultMaxBytesForBase)
+	setDefault(&r.MaxBytesForLevelMultiplier, defaultLevelMultiplier)
+	setDefault(&r.MaxBackgroundJobs, defaultMaxBackgroundJobs)
+	if r.FS == nil {
+		r.FS = vfs.Default
+	}
+	return r
+}
+
+func setDefault[T int | int64](p *T, d T) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+// ReadOptions control one read.
+type ReadOptions struct {
+	// Snapshot to read at; nil reads the latest state.
+	Snapshot *Snapshot
+	// LowerBound is the inclusive lower bound of iteration; nil for none.
+	LowerBound []byte
+	// UpperBound is the exclusive upper bound of iteration; nil for none.
+	UpperBound []byte
+	// PrefixSameAsStart stops iteration when the key's prefix differs from
+	// the prefix of the key given to the last Seek/SeekForPrev.
+	PrefixSameAsStart bool
+	// TotalOrderSeek never uses prefix filters.
+	TotalOrderSeek bool
+}
+
+// WriteOptions control one write.
+type WriteOptions struct {
+	// Sync fsyncs the WAL before the write returns: the write survives
+	// power loss. Without it a write survives a process crash.
+	Sync bool
+	// DisableWAL skips the WAL: the write lives only in the memtable until
+	// a flush and may be lost in a crash.
+	DisableWAL bool
+}
+
+// validate checks an Options after withDefaults.
+func (o *Options) validate() error {
+	bad := func(name string, v any, why string) error {
+		return errors.Wrapf(ErrInvalidArgument, "strata: option %s=%v: %s", name, v, why)
+	}
+	switch {
+	case o.WriteBufferSize < 0:
+		return bad("WriteBufferSize", o.WriteBufferSize, "must not be negative")
+	case o.BloomBitsPerKey < 0:
+		return bad("BloomBitsPerKey", o.BloomBitsPerKey, "must not be negative")
+	case o.Compression < NoCompression || o.Compression > ZstdCompression:
+		return bad("Compression", int(o.Compression), "unknown compression")
+	case o.CompactionStyle != LevelCompaction && o.CompactionStyle != FIFOCompaction:
+		return bad("CompactionStyle", int(o.CompactionStyle), "unknown compaction style")
+	case o.FIFOMaxTableFilesSize < 0:
+		return bad("FIFOMaxTableFilesSize", o.FIFOMaxTableFilesSize, "must not be negative")
+	case o.BlockCacheSize < 0:
+		return bad("BlockCacheSize", o.BlockCacheSize, "must not be negative")
+	case o.MaxOpenFiles < 0:
+		return bad("MaxOpenFiles", o.MaxOpenFiles, "must not be negative")
+	case o.BlockSize < 0:
+		return bad("BlockSize", o.BlockSize, "must not be negative")
+	case o.MaxWriteBufferNumber < 2:
+		return bad("MaxWriteBufferNumber", o.MaxWriteBufferNumber, "must be at least 2")
+	case o.Level0FileNumCompactionTrigger < 0 || o.Level0SlowdownWritesTrigger < 0 || o.Level0StopWritesTrigger < 0:
+		return bad("Level0*Trigger", o.Level0FileNumCompactionTrigger, "must not be negative")
+	case o.Level0SlowdownWritesTrigger < o.Level0FileNumCompactionTrigger:
+		return bad("Level0SlowdownWritesTrigger", o.Level0SlowdownWritesTrigger, "must be at least Level0FileNumCompactionTrigger")
+	case o.Level0StopWritesTrigger < o.Level0SlowdownWritesTrigger:
+		return bad("Level0StopWritesTrigger", o.Level0StopWritesTrigger, "must be at least Level0SlowdownWritesTrigger")
+	case o.TargetFileSizeBase < 0:
+		return bad("TargetFileSizeBase", o.TargetFileSizeBase, "must not be negative")
+	case o.MaxBytesForLevelBase < 0:
+		return bad("MaxBytesForLevelBase", o.MaxBytesForLevelBase, "must not be negative")
+	case o.MaxBytesForLevelMultiplier < 0:
+		return bad("MaxBytesForLevelMultiplier", o.MaxBytesForLevelMultiplier, "must not be negative")
+	case o.MaxBackgroundJobs < 0:
+		return bad("MaxBackgroundJobs", o.MaxBackgroundJobs, "must not be negative")
+	}
+	return nil
+}

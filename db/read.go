@@ -1,0 +1,194 @@
+package db
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/rangedel"
+	"github.com/stratadb/strata/version"
+)
+
+// readSeq returns the exclusive read sequence number for ro.
+func (d *DB) readSeq(ro *ReadOptions) (base.SeqNum, error) {
+	if ro != nil && ro.Snapshot != nil {
+		s := ro.Snapshot
+		if s.released.Load() || s.db != d {
+			return 0, errors.Wrap(ErrClosed, "strata: read at a released snapshot")
+		}
+		return s.seq, nil
+	}
+	return base.SeqNum(d.visibleSeq.Load()) + 1, nil
+}
+
+// Get returns the value of key. The caller owns the returned slice. A key
+// with no live value gives ErrNotFound.
+func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	// Take the sequence number before the read view: the view then holds
+	// every write acknowledged before the sequence number was read.
+	snap, err := d.readSeq(ro)
+	if err != nil {
+		return nil, err
+	}
+	rs := d.loadReadState()
+	v, err := d.get(rs, key, snap, d.extractor.Load())
+	rs.unref()
+	return v, err
+}
+
+// MultiGet returns the value or error for each key, all read at one
+// sequence number.
+func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
+	vals := make([][]byte, len(keys))
+	errs := make([]error, len(keys))
+	fail := func(err error) ([][]byte, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return vals, errs
+	}
+	if err := d.checkOpen(); err != nil {
+		return fail(err)
+	}
+	snap, err := d.readSeq(ro)
+	if err != nil {
+		return fail(err)
+	}
+	rs := d.loadReadState()
+	h := d.extractor.Load()
+	for i, k := range keys {
+		vals[i], errs[i] = d.get(rs, k, snap, h)
+	}
+	rs.unref()
+	return vals, errs
+}
+
+// getResult is the newest version of a key found so far, and the largest
+// covering tombstone sequence number seen in the sources searched.
+type getResult struct {
+	value   []byte
+	kind    base.Kind
+	seq     base.SeqNum
+	found   bool
+	owned   bool // value is a private copy
+	maxTomb base.SeqNum
+}
+
+// get searches the sources newest to oldest: memtables, L0 newest first,
+// then one file per level. The first source holding a visible version of
+// key decides, unless a range tombstone seen so far is newer than it.
+func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
+	d.stats.gets.Add(1)
+	var r getResult
+	for _, m := range rs.mems {
+		if m.HasTombstones() {
+			if t := rangedel.MaxCoveringIn(m.Tombstones(snap), key, snap); t > r.maxTomb {
+				r.maxTomb = t
+			}
+		}
+		if v, kind, seq, ok := m.Get(key, snap); ok {
+			r.value, r.kind, r.seq, r.found = v, kind, seq, true
+			return r.resolve(key)
+		}
+	}
+	v := rs.version
+	for _, f := range v.Levels[0] {
+		if !containsUserKey(f, key) {
+			continue
+		}
+		if err := d.getFromTable(f, key, snap, h, &r); err != nil {
+			return nil, err
+		}
+		if r.found {
+			return r.resolve(key)
+		}
+	}
+	for level := 1; level < version.NumLevels; level++ {
+		files := v.Levels[level]
+		i := v.FindFile(level, key)
+		if i >= len(files) || !containsUserKey(files[i], key) {
+			continue
+		}
+		if err := d.getFromTable(files[i], key, snap, h, &r); err != nil {
+			return nil, err
+		}
+		if r.found {
+			return r.resolve(key)
+		}
+	}
+	return nil, errors.Wrapf(ErrNotFound, "strata: key %q", key)
+}
+
+// resolve turns the version found into Get's answer; the value is copied
+// out of engine memory.
+func (r *getResult) resolve(key []byte) ([]byte, error) {
+	if r.seq < r.maxTomb {
+		return nil, errors.Wrapf(ErrNotFound, "strata: key %q", key)
+	}
+	switch r.kind {
+	case base.KindSet:
+		if r.owned {
+			return r.value, nil
+		}
+		return append(make([]byte, 0, len(r.value)), r.value...), nil
+	case base.KindDelete, base.KindSingleDelete:
+		return nil, errors.Wrapf(ErrNotFound, "strata: key %q", key)
+	}
+	return nil, errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", key, r.kind)
+}
+
+// getFromTable looks key up in one table, consulting its tombstones and then
+// its filter before reading a data block.
+func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum, h *extractorHandle, r *getResult) error {
+	e, err := d.tables.acquire(f.FileNum)
+	if err != nil {
+		return err
+	}
+	defer d.tables.release(e)
+	tr := e.reader
+	if tombs := tr.Tombstones(); len(tombs) > 0 {
+		if t := rangedel.MaxCoveringIn(tombs, key, snap); t > r.maxTomb {
+			r.maxTomb = t
+		}
+	}
+	if tr.HasFilter() {
+		d.stats.filterChecks.Add(1)
+		if !d.tableMayContain(e, key, h) {
+			d.stats.filterUseful.Add(1)
+			return nil
+		}
+	}
+	v, kind, seq, found, err := tr.Get(key, snap)
+	if err != nil {
+		return err
+	}
+	if found {
+		r.value, r.kind, r.seq, r.found = v, kind, seq, true
+		if kind == base.KindSet {
+			// Copy before the table is released.
+			r.value = append(make([]byte, 0, len(v)), v...)
+			r.owned = true
+		}
+	}
+	return nil
+}
+
+// tableMayContain asks the table's filter whether key may be present: the
+// whole-key entry when the table has them, else the prefix entry when the
+// current extractor is compatible with the table's.
+func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle) bool {
+	tr := e.reader
+	if tr.Properties().WholeKeyFiltering {
+		return tr.KeyMayMatch(key)
+	}
+	if h != nil && h.ext.InDomain(key) && d.prefixFilterUsable(e, h) {
+		return tr.PrefixMayMatch(h.ext.Transform(key))
+	}
+	return true
+}
+
+// containsUserKey reports whether key lies within f's user-key bounds.
+func containsUserKey(f *version.FileMetadata, key []byte) bool {
+	return base.CompareUser(f.Smallest.UserKey, key) <= 0 && base.CompareUser(key, f.Largest.UserKey) <= 0
+}

@@ -1,0 +1,113 @@
+package db
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/prefix"
+)
+
+// mutableOption is one option SetOptions can change: parse checks the value
+// and returns a function that applies it. All values are parsed before any
+// is applied, so an error changes nothing.
+type mutableOption struct {
+	name  string
+	parse func(d *DB, value string) (apply func(), err error)
+}
+
+var mutableOptions = []mutableOption{
+	{"prefix_extractor", parsePrefixExtractor},
+	{"write_buffer_size", func(d *DB, v string) (func(), error) {
+		n, err := parsePositiveInt(v)
+		if err != nil {
+			return nil, err
+		}
+		return func() { d.writeBufferSize.Store(n) }, nil
+	}},
+	{"disable_auto_compactions", func(d *DB, v string) (func(), error) {
+		b, err := parseBool(v)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			d.disableAutoCompactions.Store(b)
+			if !b {
+				d.mu.Lock()
+				d.maybeScheduleCompactionLocked()
+				d.mu.Unlock()
+			}
+		}, nil
+	}},
+}
+
+// SetOptions changes mutable options at run time, atomically: on any error
+// nothing changes. Names are RocksDB's: "prefix_extractor" (a prefix.Parse
+// string, or "" / "nullptr" for none), "write_buffer_size" (decimal bytes),
+// "disable_auto_compactions" ("true"/"false"). Unknown names and bad values
+// wrap ErrInvalidArgument and name the option and value.
+func (d *DB) SetOptions(opts map[string]string) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	applies := make([]func(), 0, len(opts))
+	for name, value := range opts {
+		var opt *mutableOption
+		for i := range mutableOptions {
+			if mutableOptions[i].name == name {
+				opt = &mutableOptions[i]
+			}
+		}
+		if opt == nil {
+			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: unknown or immutable option %q (value %q)", name, value)
+		}
+		apply, err := opt.parse(d, value)
+		if err != nil {
+			return errors.Wrapf(errors.Mark(err, ErrInvalidArgument), "strata: SetOptions: option %q value %q", name, value)
+		}
+		applies = append(applies, apply)
+	}
+	d.setOptionsMu.Lock()
+	defer d.setOptionsMu.Unlock()
+	for _, apply := range applies {
+		apply()
+	}
+	return nil
+}
+
+// parsePrefixExtractor keeps the current handle when the Name in force is
+// set again, so open tables keep their fast path (RocksDB makes a new
+// instance here and sends every table to the slow path).
+func parsePrefixExtractor(d *DB, v string) (func(), error) {
+	if v == "" || v == "nullptr" {
+		return func() { d.extractor.Store(nil) }, nil
+	}
+	e, err := prefix.Parse(v)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if cur := d.extractor.Load(); cur != nil && cur.name == e.Name() {
+			return
+		}
+		d.extractor.Store(newExtractorHandle(e))
+	}, nil
+}
+
+func parsePositiveInt(v string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.Newf("want a positive decimal integer")
+	}
+	return n, nil
+}
+
+func parseBool(v string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, errors.Newf("want true or false")
+}

@@ -1,0 +1,88 @@
+package db
+
+import (
+	"sync/atomic"
+
+	"github.com/stratadb/strata/internal/base"
+)
+
+// Snapshot is a consistent view of the database at the moment NewSnapshot
+// returned: reads at it see exactly the writes acknowledged before that.
+// Release it when done; it keeps compactions from dropping the versions it
+// sees.
+type Snapshot struct {
+	db       *DB
+	seq      base.SeqNum // exclusive read sequence number
+	released atomic.Bool
+	prev     *Snapshot
+	next     *Snapshot
+}
+
+// snapshotList is a doubly linked list of live snapshots, oldest first,
+// guarded by DB.mu. The zero value is an empty list.
+type snapshotList struct {
+	head, tail *Snapshot
+	count      int
+}
+
+func (l *snapshotList) push(s *Snapshot) {
+	s.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = s
+	} else {
+		l.head = s
+	}
+	l.tail = s
+	l.count++
+}
+
+func (l *snapshotList) remove(s *Snapshot) {
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		l.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		l.tail = s.prev
+	}
+	s.prev, s.next = nil, nil
+	l.count--
+}
+
+// seqs returns the read sequence numbers of the live snapshots, ascending.
+func (l *snapshotList) seqs() []base.SeqNum {
+	out := make([]base.SeqNum, 0, l.count)
+	for s := l.head; s != nil; s = s.next {
+		out = append(out, s.seq)
+	}
+	return out
+}
+
+// NewSnapshot returns a snapshot of the current state. On a closed DB it
+// returns a snapshot that reads fail on with ErrClosed.
+func (d *DB) NewSnapshot() *Snapshot {
+	s := &Snapshot{db: d}
+	if d.checkOpen() != nil {
+		s.released.Store(true)
+		return s
+	}
+	d.mu.Lock()
+	// Sequence numbers only grow, so appending keeps the list sorted.
+	s.seq = base.SeqNum(d.visibleSeq.Load()) + 1
+	d.mu.snapshots.push(s)
+	d.mu.Unlock()
+	return s
+}
+
+// Release frees the snapshot. A second Release is harmless.
+func (s *Snapshot) Release() {
+	if s == nil || !s.released.CompareAndSwap(false, true) {
+		return
+	}
+	d := s.db
+	d.mu.Lock()
+	d.mu.snapshots.remove(s)
+	d.mu.Unlock()
+}

@@ -1,0 +1,27 @@
+package db
+
+import (
+	"sync/atomic"
+
+	"github.com/stratadb/strata/version"
+)
+
+// dbStats are the engine's counters, read by GetProperty.
+type dbStats struct {
+	gets, iterators                   atomic.Uint64
+	writes, keysWritten, bytesWritten atomic.Uint64
+	flushes, flushMicros              atomic.Uint64
+	stalls, stallMicros               atomic.Uint64
+	tablesOpened                      atomic.Uint64
+	filterChecks, filterUseful        atomic.Uint64
+	prefixFastPath, prefixSlowPath    atomic.Uint64
+	prefixIncompatible                atomic.Uint64
+	compactions, compactionMicros     atomic.Uint64
+	level                             [version.NumLevels]levelStats
+}
+
+// levelStats are per-level compaction counters.
+type levelStats struct {
+	bytesRead, bytesWritten, bytesMoved atomic.Uint64
+	compactions                         atomic.Uint64
+}

@@ -1,0 +1,112 @@
+package db
+
+import (
+	"os"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/table"
+	"github.com/stratadb/strata/version"
+)
+
+// tableWriterOptions builds the table package's options for a new file.
+func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
+	o := table.WriterOptions{
+		BlockSize:         d.opts.BlockSize,
+		BloomBitsPerKey:   d.opts.BloomBitsPerKey,
+		WholeKeyFiltering: true,
+		ColumnFamilyName:  "default",
+		CreationTime:      time.Now().Unix(),
+		FileNumber:        fileNum,
+		DBIdentity:        d.identity,
+	}
+	switch d.opts.Compression {
+	case SnappyCompression:
+		o.Compression = table.SnappyCompression
+	case ZstdCompression:
+		o.Compression = table.ZSTDCompression
+	default:
+		o.Compression = table.NoCompression
+	}
+	if h := d.extractor.Load(); h != nil {
+		o.PrefixExtractor = h.ext
+	}
+	return o
+}
+
+// writeTable writes every entry of it and the tombstones into table file
+// fileNum, syncs it and returns its metadata. It closes it. It returns nil
+// metadata when there was nothing to write.
+func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombstone, level int) (meta *version.FileMetadata, err error) {
+	name := d.path(base.MakeFilename(base.FileKindTable, fileNum))
+	f, err := d.fs.Create(name)
+	if err != nil {
+		it.Close()
+		return nil, errors.Wrapf(err, "strata: creating table %s", name)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			d.fs.Remove(name)
+		}
+	}()
+	w := table.NewWriter(f, d.tableWriterOptions(fileNum))
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := w.Add(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return nil, errors.Wrapf(err, "strata: writing table %s", name)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	for _, t := range tombs {
+		if err := w.AddTombstone(t); err != nil {
+			return nil, errors.Wrapf(err, "strata: writing table %s", name)
+		}
+	}
+	wm, err := w.Finish()
+	if err != nil {
+		return nil, errors.Wrapf(err, "strata: finishing table %s", name)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, errors.Wrapf(err, "strata: syncing table %s", name)
+	}
+	if err := f.Close(); err != nil {
+		return nil, errors.Wrapf(err, "strata: closing table %s", name)
+	}
+	if err := d.syncDir(); err != nil {
+		return nil, err
+	}
+	now := time.Now().Unix()
+	return &version.FileMetadata{
+		FileNum:            fileNum,
+		Size:               wm.Size,
+		Smallest:           wm.Smallest.Clone(),
+		Largest:            wm.Largest.Clone(),
+		SmallestSeq:        wm.SmallestSeq,
+		LargestSeq:         wm.LargestSeq,
+		CreationTime:       now,
+		OldestAncesterTime: now,
+	}, nil
+}
+
+// syncDir makes the directory entries durable.
+func (d *DB) syncDir() error {
+	dir, err := d.fs.OpenDir(d.dirname)
+	if err != nil {
+		return errors.Wrapf(err, "strata: opening directory %s", d.dirname)
+	}
+	err = dir.Sync()
+	if cerr := dir.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Wrapf(err, "strata: syncing directory %s", d.dirname)
+	}
+	return nil
+}
+
+func (d *DB) path(name string) string { return d.dirname + string(os.PathSeparator) + name }

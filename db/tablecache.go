@@ -1,0 +1,174 @@
+package db
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/table"
+)
+
+// tableCache keeps table readers open, up to a bound, keyed by file number.
+//
+// A tableEntry is referenced by the cache while it is cached and by every
+// reader using it; the file is closed when the last reference goes. Errors
+// opening a table are not cached: the next read retries (a transient I/O
+// error must not make a file unreadable until restart).
+type tableCache struct {
+	fs      vfs.FS
+	dirname string
+	bcache  *cache.Cache
+	db      *DB
+	max     int
+
+	mu      sync.Mutex
+	entries map[uint64]*tableEntry
+	// clock is the eviction order; hand is the CLOCK hand.
+	clock []*tableEntry
+	hand  int
+}
+
+// tableEntry is one open table reader. knownGood is the prefix extractor
+// handle proven compatible with the table's recorded extractor Name: equal
+// to the current handle means the prefix filter is usable, with no string
+// comparison.
+type tableEntry struct {
+	fileNum   uint64
+	refs      atomic.Int32
+	touched   atomic.Bool
+	once      sync.Once
+	reader    *table.Reader
+	err       error
+	knownGood atomic.Pointer[extractorHandle]
+	// prefixName is the table's rocksdb.prefix.extractor.name.
+	prefixName string
+}
+
+func newTableCache(d *DB, max int) *tableCache {
+	return &tableCache{fs: d.fs, dirname: d.dirname, bcache: d.cache, db: d, max: max, entries: make(map[uint64]*tableEntry)}
+}
+
+// acquire returns the open reader of fileNum, referenced; release it after
+// use.
+func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
+	tc.mu.Lock()
+	e := tc.entries[fileNum]
+	if e == nil {
+		e = &tableEntry{fileNum: fileNum}
+		e.refs.Store(1) // the cache's reference
+		tc.entries[fileNum] = e
+		tc.clock = append(tc.clock, e)
+		tc.evictLocked()
+	}
+	e.refs.Add(1)
+	tc.mu.Unlock()
+	e.touched.Store(true)
+	e.once.Do(func() { tc.open(e) })
+	if e.err != nil {
+		err := e.err
+		tc.forget(e)
+		tc.release(e)
+		return nil, err
+	}
+	return e, nil
+}
+
+func (tc *tableCache) open(e *tableEntry) {
+	name := tc.dirname + "/" + base.MakeFilename(base.FileKindTable, e.fileNum)
+	f, err := tc.fs.Open(name)
+	if err != nil {
+		e.err = errors.Wrapf(err, "strata: opening table %s", name)
+		return
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		e.err = errors.Wrapf(err, "strata: stat of table %s", name)
+		return
+	}
+	r, err := table.Open(f, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum})
+	if err != nil {
+		f.Close()
+		e.err = err
+		return
+	}
+	e.reader = r
+	e.prefixName = r.Properties().PrefixExtractorName
+	// Record the current extractor as known good if it is the one the
+	// table was built with.
+	if h := tc.db.extractor.Load(); h != nil && h.name == e.prefixName {
+		e.knownGood.Store(h)
+	}
+	tc.db.stats.tablesOpened.Add(1)
+}
+
+// release drops a reference taken by acquire.
+func (tc *tableCache) release(e *tableEntry) {
+	if e.refs.Add(-1) == 0 && e.reader != nil {
+		e.reader.Close()
+	}
+}
+
+// forget removes e from the cache (after an open error or when its file is
+// deleted) and drops the cache's reference.
+func (tc *tableCache) forget(e *tableEntry) {
+	tc.mu.Lock()
+	if tc.entries[e.fileNum] != e {
+		tc.mu.Unlock()
+		return
+	}
+	delete(tc.entries, e.fileNum)
+	for i, x := range tc.clock {
+		if x == e {
+			tc.clock = append(tc.clock[:i], tc.clock[i+1:]...)
+			if tc.hand > i {
+				tc.hand--
+			}
+			break
+		}
+	}
+	tc.mu.Unlock()
+	tc.release(e)
+}
+
+// evict drops fileNum's reader, if cached (its file is being deleted).
+func (tc *tableCache) evict(fileNum uint64) {
+	tc.mu.Lock()
+	e := tc.entries[fileNum]
+	tc.mu.Unlock()
+	if e != nil {
+		tc.forget(e)
+	}
+}
+
+// evictLocked keeps at most max entries with the CLOCK policy. tc.mu must
+// be held.
+func (tc *tableCache) evictLocked() {
+	for len(tc.clock) > tc.max {
+		if tc.hand >= len(tc.clock) {
+			tc.hand = 0
+		}
+		e := tc.clock[tc.hand]
+		if e.touched.Swap(false) {
+			tc.hand++
+			continue
+		}
+		tc.clock = append(tc.clock[:tc.hand], tc.clock[tc.hand+1:]...)
+		delete(tc.entries, e.fileNum)
+		go tc.release(e) // may close a file: not under tc.mu
+	}
+}
+
+func (tc *tableCache) close() {
+	tc.mu.Lock()
+	entries := tc.clock
+	tc.clock = nil
+	tc.entries = map[uint64]*tableEntry{}
+	tc.mu.Unlock()
+	for _, e := range entries {
+		tc.release(e)
+	}
+}
