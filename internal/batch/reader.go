@@ -1,0 +1,154 @@
+package batch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+)
+
+// Reader decodes the records of an encoded batch in order.
+//
+// Invariants: off is the offset of the next record in data; seen counts the
+// counted records returned so far and never exceeds count; seq is the
+// sequence number of the record last returned.
+type Reader struct {
+	data        []byte
+	off         int
+	count, seen uint32
+	first, seq  base.SeqNum
+}
+
+// NewReader returns a Reader of data, which must hold at least a header.
+// The slices Next returns alias data.
+func NewReader(data []byte) (Reader, error) {
+	if len(data) < HeaderLen {
+		return Reader{}, base.CorruptionErrorf("batch: %d bytes, shorter than the %d-byte header",
+			len(data), HeaderLen)
+	}
+	return Reader{
+		data:  data,
+		off:   HeaderLen,
+		count: binary.LittleEndian.Uint32(data[8:12]),
+		first: base.SeqNum(binary.LittleEndian.Uint64(data[0:8])),
+	}, nil
+}
+
+// Count returns the count recorded in the header.
+func (r *Reader) Count() uint32 { return r.count }
+
+// Seq returns the sequence number of the record last returned by Next: the
+// header's sequence plus the number of counted records before it.
+func (r *Reader) Seq() base.SeqNum { return r.seq }
+
+// Next returns the next counted record: its kind (base.KindSet,
+// KindDelete, KindSingleDelete, KindRangeDelete with key=start and
+// value=end, or KindMerge), key and value. LogData and Noop records are
+// skipped. At the end it returns io.EOF, after checking that the number of
+// records matches the header's count. Malformed data gives an error of class
+// base.ErrCorruption naming the offset within the batch; a column family
+// other than 0 gives ErrUnsupportedColumnFamily; RocksDB record kinds this
+// engine lacks give ErrUnsupportedRecord.
+func (r *Reader) Next() (kind base.Kind, key, value []byte, err error) {
+	for {
+		if r.off >= len(r.data) {
+			if r.seen != r.count {
+				return 0, nil, nil, base.CorruptionErrorf("batch: header count %d but %d records",
+					r.count, r.seen)
+			}
+			return 0, nil, nil, io.EOF
+		}
+		start := r.off
+		tag := r.data[r.off]
+		r.off++
+		var hasValue, counted bool
+		kind, hasValue, counted, err = r.decodeTag(tag, start)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if tag == tagNoop {
+			continue
+		}
+		if key, err = r.varstring(start); err != nil {
+			return 0, nil, nil, err
+		}
+		if hasValue {
+			if value, err = r.varstring(start); err != nil {
+				return 0, nil, nil, err
+			}
+		}
+		if !counted {
+			continue // LogData
+		}
+		if r.seen == r.count {
+			return 0, nil, nil, base.CorruptionErrorf("batch: more records than the header count %d", r.count)
+		}
+		r.seq = r.first + base.SeqNum(r.seen)
+		r.seen++
+		return kind, key, value, nil
+	}
+}
+
+// decodeTag interprets tag (at offset start), reading the column family id
+// of the column-family forms.
+func (r *Reader) decodeTag(tag byte, start int) (kind base.Kind, hasValue, counted bool, err error) {
+	switch tag {
+	case tagPut, tagMerge, tagRangeDelete:
+		return base.Kind(tag), true, true, nil
+	case tagDelete, tagSingleDelete:
+		return base.Kind(tag), false, true, nil
+	case tagLogData:
+		return 0, false, false, nil
+	case tagNoop:
+		return 0, false, false, nil
+	case tagCFPut, tagCFMerge, tagCFRangeDelete, tagCFDelete, tagCFSingleDelete:
+		cf, n := binary.Uvarint(r.data[r.off:])
+		if n <= 0 || cf > math.MaxUint32 {
+			return 0, false, false, base.CorruptionErrorf("batch: offset %d: bad column family id", start)
+		}
+		r.off += n
+		if cf != 0 {
+			return 0, false, false, errors.Wrapf(ErrUnsupportedColumnFamily,
+				"batch: offset %d: record for column family %d (only the default column family 0 is supported)",
+				start, cf)
+		}
+		switch tag {
+		case tagCFPut:
+			return base.KindSet, true, true, nil
+		case tagCFMerge:
+			return base.KindMerge, true, true, nil
+		case tagCFRangeDelete:
+			return base.KindRangeDelete, true, true, nil
+		case tagCFDelete:
+			return base.KindDelete, false, true, nil
+		default:
+			return base.KindSingleDelete, false, true, nil
+		}
+	case 0x09, 0x0A, 0x0B, 0x0C, 0x10, 0x11, 0x12, 0x13, 0x15, 0x16, 0x17:
+		return 0, false, false, errors.Wrapf(ErrUnsupportedRecord, "batch: offset %d: record tag %#02x",
+			start, tag)
+	}
+	return 0, false, false, base.CorruptionErrorf("batch: offset %d: unknown record tag %#02x", start, tag)
+}
+
+// varstring reads a varint32-length-prefixed string of the record at start.
+func (r *Reader) varstring(start int) ([]byte, error) {
+	n, w := binary.Uvarint(r.data[r.off:])
+	if w <= 0 || n > uint64(len(r.data)-r.off-w) {
+		return nil, base.CorruptionErrorf("batch: offset %d: %s", start, describeBadLength(w, n))
+	}
+	r.off += w
+	s := r.data[r.off : r.off+int(n) : r.off+int(n)]
+	r.off += int(n)
+	return s, nil
+}
+
+func describeBadLength(w int, n uint64) string {
+	if w <= 0 {
+		return "malformed length"
+	}
+	return fmt.Sprintf("length %d overruns the batch", n)
+}

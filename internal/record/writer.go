@@ -1,0 +1,128 @@
+package record
+
+import (
+	"encoding/binary"
+	"io"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Writer appends logical records to a log. It frames records into an
+// internal buffer; Flush hands the buffered bytes to the underlying writer in
+// one Write. A group commit therefore costs one WriteRecord per logical
+// record (or one for a batch concatenated from many) and one Flush, and the
+// buffer's capacity is reused from one group to the next.
+//
+// Invariants: size == flushed + len(buf); blockOff == size % BlockSize.
+// After an error from the underlying writer the Writer is broken: every later
+// call returns that error (the bytes on disk are unknown, so appending more
+// could hide a hole).
+//
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	w io.Writer
+	// logNum is the number of the file; it is kept for recyclable headers,
+	// which this Writer does not emit.
+	logNum uint64
+	// buf holds framed bytes not yet written to w.
+	buf []byte
+	// blockOff is the offset within the current block of the next byte.
+	blockOff int
+	// flushed is the number of bytes handed to w.
+	flushed int64
+	err     error
+}
+
+// NewWriter returns a Writer that appends to w, which must be positioned at
+// offset 0 of a new log file numbered logNumber.
+func NewWriter(w io.Writer, logNumber uint64) *Writer {
+	return &Writer{w: w, logNum: logNumber}
+}
+
+var zeros [HeaderSize]byte
+
+// maxRetainedBuf bounds the buffer capacity kept across Flushes.
+const maxRetainedBuf = 4 << 20
+
+// WriteRecord frames p as one logical record into the buffer and returns the
+// log's size after it (the offset at which the next record starts). p may be
+// reused once WriteRecord returns. Nothing reaches the underlying writer
+// before Flush.
+func (w *Writer) WriteRecord(p []byte) (int64, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	first := true
+	for {
+		if left := BlockSize - w.blockOff; left < HeaderSize {
+			// Too small for a header: pad the block trailer with zeros.
+			w.buf = append(w.buf, zeros[:left]...)
+			w.blockOff = 0
+		}
+		avail := BlockSize - w.blockOff - HeaderSize
+		n := len(p)
+		last := n <= avail
+		if !last {
+			n = avail
+		}
+		var typ byte
+		switch {
+		case first && last:
+			typ = fullType
+		case first:
+			typ = firstType
+		case last:
+			typ = lastType
+		default:
+			typ = middleType
+		}
+		w.emit(typ, p[:n])
+		p = p[n:]
+		first = false
+		if last {
+			return w.Size(), nil
+		}
+	}
+}
+
+// emit appends one fragment to the buffer.
+func (w *Writer) emit(typ byte, payload []byte) {
+	var hdr [HeaderSize]byte
+	binary.LittleEndian.PutUint32(hdr[0:4], fragmentCRC(typ, nil, payload))
+	binary.LittleEndian.PutUint16(hdr[4:6], uint16(len(payload)))
+	hdr[6] = typ
+	w.buf = append(w.buf, hdr[:]...)
+	w.buf = append(w.buf, payload...)
+	w.blockOff += HeaderSize + len(payload)
+}
+
+// Flush writes the buffered bytes to the underlying writer. It does not sync.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.w.Write(w.buf)
+	if err == nil && n != len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = errors.Wrapf(err, "strata: record: writing log %06d", w.logNum)
+		return w.err
+	}
+	w.flushed += int64(n)
+	w.buf = w.buf[:0]
+	if cap(w.buf) > maxRetainedBuf {
+		// Do not pin the memory of one huge record forever.
+		w.buf = nil
+	}
+	return nil
+}
+
+// Size returns the size of the log including buffered, unflushed bytes.
+func (w *Writer) Size() int64 { return w.flushed + int64(len(w.buf)) }
+
+// Buffered returns the number of bytes waiting for Flush.
+func (w *Writer) Buffered() int { return len(w.buf) }

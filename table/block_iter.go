@@ -1,0 +1,305 @@
+package table
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// blockIter walks the entries of one uncompressed block. It serves data
+// blocks (internal keys, values with value_len), index blocks (values are
+// IndexValues: a block handle, possibly delta-encoded and without value_len,
+// possibly followed by the block's first key) and meta blocks.
+//
+// Invariants: data is immutable while the iterator uses it; entries live in
+// data[:restartsOff]; every restart offset was checked to lie in that range
+// before it is followed. When offset >= 0 the iterator rests on the entry at
+// offset, key is its full key (aliasing data at restarts, else keyBuf) and
+// nextOffset is where the following entry starts. corrupt is set on the
+// first malformed byte and the iterator stays invalid until re-initialised.
+type blockIter struct {
+	data        []byte
+	restartsOff int
+	numRestarts int
+	cmp         func(a, b []byte) int
+
+	isIndex     bool // values are IndexValues: decode handle
+	deltaValues bool // fv >= 4 index form: no value_len; delta sizes
+	firstKey    bool // index values carry a length-prefixed first key
+
+	offset     int
+	nextOffset int
+	key        []byte
+	keyBuf     []byte
+	val        []byte
+	handle     blockHandle
+	corrupt    bool
+}
+
+// init points the iterator at block. It returns false when the restart
+// array or footer is malformed.
+func (i *blockIter) init(block []byte, cmp func(a, b []byte) int) bool {
+	*i = blockIter{cmp: cmp, keyBuf: i.keyBuf[:0], isIndex: i.isIndex,
+		deltaValues: i.deltaValues, firstKey: i.firstKey, offset: -1}
+	if len(block) < 4 {
+		i.corrupt = true
+		return false
+	}
+	end := len(block) - 4
+	ft := binary.LittleEndian.Uint32(block[end:])
+	if ft&(1<<31) != 0 {
+		// Data-block hash index: buckets ‖ fixed16 num_buckets before the
+		// footer. Readers only need to skip it.
+		if end < 2 {
+			i.corrupt = true
+			return false
+		}
+		nb := int(binary.LittleEndian.Uint16(block[end-2:]))
+		end -= 2 + nb
+		ft &^= 1 << 31
+	}
+	n := int(ft)
+	if n < 1 || end < 0 || n > end/4 {
+		i.corrupt = true
+		return false
+	}
+	i.data = block
+	i.numRestarts = n
+	i.restartsOff = end - 4*n
+	return true
+}
+
+func (i *blockIter) valid() bool { return i.offset >= 0 }
+
+func (i *blockIter) invalidate() { i.offset = -1 }
+
+func (i *blockIter) fail() bool {
+	i.corrupt = true
+	i.offset = -1
+	return false
+}
+
+func (i *blockIter) restartOffset(r int) (int, bool) {
+	o := int(binary.LittleEndian.Uint32(i.data[i.restartsOff+4*r:]))
+	return o, o < i.restartsOff || (o == 0 && i.restartsOff == 0)
+}
+
+// uvarint32 decodes a varint32 from the front of b.
+func uvarint32(b []byte) (int, int) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || v > math.MaxInt32 {
+		return 0, 0
+	}
+	return int(v), n
+}
+
+// decodeAt decodes the entry at off, which must follow the current entry or
+// be a restart point (then key must be empty).
+func (i *blockIter) decodeAt(off int) bool {
+	if off >= i.restartsOff {
+		return i.fail()
+	}
+	p := i.data[off:i.restartsOff]
+	shared, n1 := uvarint32(p)
+	if n1 == 0 {
+		return i.fail()
+	}
+	p = p[n1:]
+	nonShared, n2 := uvarint32(p)
+	if n2 == 0 {
+		return i.fail()
+	}
+	p = p[n2:]
+	vlen := 0
+	if !i.deltaValues {
+		var n3 int
+		if vlen, n3 = uvarint32(p); n3 == 0 {
+			return i.fail()
+		}
+		p = p[n3:]
+	}
+	if shared > len(i.key) || nonShared > len(p) {
+		return i.fail()
+	}
+	delta := p[:nonShared]
+	p = p[nonShared:]
+	if shared == 0 {
+		i.key = delta
+	} else {
+		i.keyBuf = append(i.keyBuf[:0], i.key[:shared]...)
+		i.keyBuf = append(i.keyBuf, delta...)
+		i.key = i.keyBuf
+	}
+	if i.deltaValues {
+		vlen = i.decodeIndexValue(p, shared != 0)
+		if vlen < 0 {
+			return i.fail()
+		}
+	} else {
+		if vlen > len(p) {
+			return i.fail()
+		}
+		if i.isIndex {
+			if h, n := decodeHandle(p[:vlen]); n > 0 {
+				i.handle = h
+			} else {
+				return i.fail()
+			}
+		}
+	}
+	i.val = p[:vlen]
+	i.offset = off
+	i.nextOffset = i.restartsOff - len(p) + vlen
+	return true
+}
+
+// decodeIndexValue decodes a delta-form IndexValue at the front of p and
+// returns its length, or -1.
+func (i *blockIter) decodeIndexValue(p []byte, delta bool) int {
+	var n int
+	if delta {
+		d, m := binary.Varint(p)
+		if m <= 0 || i.offset < 0 {
+			return -1
+		}
+		prev := i.handle
+		size := int64(prev.size) + d
+		if size < 0 {
+			return -1
+		}
+		i.handle = blockHandle{offset: prev.offset + prev.size + blockTrailerLen, size: uint64(size)}
+		n = m
+	} else {
+		h, m := decodeHandle(p)
+		if m <= 0 {
+			return -1
+		}
+		i.handle, n = h, m
+	}
+	if i.firstKey {
+		l, m := uvarint32(p[n:])
+		if m == 0 || l > len(p)-n-m {
+			return -1
+		}
+		n += m + l
+	}
+	return n
+}
+
+func (i *blockIter) first() bool {
+	if i.corrupt || i.restartsOff == 0 {
+		i.invalidate()
+		return false
+	}
+	i.key = i.key[:0]
+	return i.decodeAt(0)
+}
+
+func (i *blockIter) next() bool {
+	if i.offset < 0 || i.nextOffset >= i.restartsOff {
+		i.invalidate()
+		return false
+	}
+	return i.decodeAt(i.nextOffset)
+}
+
+// seekRestart decodes the entry at restart point r.
+func (i *blockIter) seekRestart(r int) bool {
+	off, ok := i.restartOffset(r)
+	if !ok {
+		return i.fail()
+	}
+	i.key = i.key[:0]
+	i.offset = -1
+	return i.decodeAt(off)
+}
+
+func (i *blockIter) last() bool {
+	if i.corrupt || i.restartsOff == 0 {
+		i.invalidate()
+		return false
+	}
+	if !i.seekRestart(i.numRestarts - 1) {
+		return false
+	}
+	for i.nextOffset < i.restartsOff {
+		if !i.decodeAt(i.nextOffset) {
+			return false
+		}
+	}
+	return true
+}
+
+func (i *blockIter) prev() bool {
+	cur := i.offset
+	if cur <= 0 {
+		i.invalidate()
+		return false
+	}
+	// Largest restart strictly before cur.
+	lo, hi := 0, i.numRestarts-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		off, ok := i.restartOffset(mid)
+		if !ok {
+			return i.fail()
+		}
+		if off < cur {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if !i.seekRestart(lo) {
+		return false
+	}
+	for i.nextOffset < cur {
+		if !i.decodeAt(i.nextOffset) {
+			return false
+		}
+	}
+	if i.nextOffset != cur {
+		return i.fail()
+	}
+	return true
+}
+
+// seekGE moves to the first entry whose key is >= target under i.cmp.
+func (i *blockIter) seekGE(target []byte) bool {
+	if i.corrupt || i.restartsOff == 0 {
+		i.invalidate()
+		return false
+	}
+	// Last restart whose key is < target.
+	lo, hi := 0, i.numRestarts-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if !i.seekRestart(mid) {
+			return false
+		}
+		if i.cmp(i.key, target) < 0 {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if !i.seekRestart(lo) {
+		return false
+	}
+	for i.cmp(i.key, target) < 0 {
+		if !i.next() {
+			return false
+		}
+	}
+	return true
+}
+
+// seekLT moves to the last entry whose key is < target.
+func (i *blockIter) seekLT(target []byte) bool {
+	if i.seekGE(target) {
+		return i.prev()
+	}
+	if i.corrupt {
+		return false
+	}
+	return i.last()
+}

@@ -1,0 +1,389 @@
+package table
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/klauspost/compress/zstd"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/bloom"
+	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/internal/checksum"
+)
+
+// ReadableFile is what a Reader needs from a file.
+type ReadableFile interface {
+	io.ReaderAt
+	Close() error
+}
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// Cache holds data blocks; nil means no caching.
+	Cache *cache.Cache
+	// FileName names the file in every error message.
+	FileName string
+	// FileNum is the table's file number.
+	FileNum uint64
+}
+
+// Reader reads one table. It is safe for concurrent use by iterators and
+// Get calls.
+//
+// Invariants: footer, props, the index (and its partitions) and the filter
+// were read and checksum-verified at Open and stay pinned, immutable, until
+// Close; data blocks are read through the cache under (cacheID, offset);
+// dataEnd is where the footer starts, so every block handle followed lies
+// below it.
+type Reader struct {
+	f       ReadableFile
+	opts    ReaderOptions
+	cacheID uint64
+	dataEnd uint64
+	footer  footer
+	props   *Properties
+
+	noCompression bool
+	dict          *zstd.Decoder
+
+	index         []byte            // top-level index block
+	partitions    map[uint64][]byte // two-level index: partitions by offset
+	indexCmp      func(a, b []byte) int
+	userKeyIndex  bool
+	deltaIndex    bool
+	firstKeyIndex bool
+
+	filter         []byte
+	partFilter     *partitionedFilter
+	wholeKeyFilter bool
+	prefixFilter   bool
+	tombstones     []base.Tombstone
+	metaHandles    map[string]blockHandle
+	iterPool       sync.Pool
+}
+
+// Open reads the footer, metaindex, properties, index, filter and
+// range-deletion blocks of a table of the given size.
+func Open(f ReadableFile, size int64, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, opts: opts, cacheID: opts.Cache.NewID()}
+	if err := r.open(size); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) corruptf(format string, args ...interface{}) error {
+	return base.CorruptionErrorf("table %s: "+format, append([]interface{}{r.opts.FileName}, args...)...)
+}
+
+func (r *Reader) open(size int64) error {
+	if size < legacyFooterLen {
+		return r.corruptf("file of %d bytes is too short to be a table", size)
+	}
+	n := min(size, footerLen)
+	buf := make([]byte, n)
+	if err := r.readAt(buf, size-n); err != nil {
+		return err
+	}
+	ft, msg := decodeFooter(buf)
+	if msg != "" {
+		return r.corruptf("%s (footer at offset %d)", msg, size-n)
+	}
+	r.footer = ft
+	r.dataEnd = uint64(size) - uint64(ft.len)
+	if err := r.readMetaindex(); err != nil {
+		return err
+	}
+	if err := r.readProperties(); err != nil {
+		return err
+	}
+	if h, ok := r.metaHandles[metaCompressionDict]; ok {
+		d, err := r.readRaw(h, nil, false)
+		if err != nil {
+			return err
+		}
+		if r.dict, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(maxBlockSize), zstd.WithDecoderDictRaw(0, d)); err != nil {
+			return r.corruptf("bad compression dictionary at offset %d: %v", h.offset, err)
+		}
+	}
+	if err := r.readIndex(); err != nil {
+		return err
+	}
+	if err := r.readFilter(); err != nil {
+		return err
+	}
+	return r.readRangeDels()
+}
+
+func (r *Reader) readAt(buf []byte, off int64) error {
+	n, err := r.f.ReadAt(buf, off)
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		return r.corruptf("short read of %d bytes at offset %d", len(buf), off)
+	}
+	return errors.Wrapf(err, "strata: table %s: read at offset %d", r.opts.FileName, off)
+}
+
+// readRaw reads the block at h into buf (grown as needed), verifies its
+// checksum and decompresses it unless raw is... compressed blocks are
+// decompressed only when decompress is true.
+func (r *Reader) readRaw(h blockHandle, buf []byte, decompress bool) ([]byte, error) {
+	if h.size > r.dataEnd || h.offset > r.dataEnd-h.size || r.dataEnd-h.size-h.offset < blockTrailerLen {
+		return nil, r.corruptf("block handle (offset %d, size %d) beyond end of data %d", h.offset, h.size, r.dataEnd)
+	}
+	n := int(h.size) + blockTrailerLen
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if err := r.readAt(buf, int64(h.offset)); err != nil {
+		return nil, err
+	}
+	data, ct := buf[:h.size], buf[h.size]
+	if t := r.footer.checksum; t != checksum.None {
+		stored := binary.LittleEndian.Uint32(buf[h.size+1:])
+		if got := checksum.Block(t, data, ct); got != stored {
+			return nil, r.corruptf("block checksum mismatch at offset %d size %d: stored %#08x, computed %#08x, type %s",
+				h.offset, h.size, stored, got, t)
+		}
+	}
+	if ct == byte(NoCompression) || r.noCompression {
+		return data, nil
+	}
+	if !decompress {
+		return nil, r.corruptf("unexpected compressed block (type %d) at offset %d", ct, h.offset)
+	}
+	out, msg := decompressBlock(Compression(ct), data, r.footer.formatVersion, r.dict)
+	if msg != "" {
+		return nil, r.corruptf("block at offset %d size %d: %s", h.offset, h.size, msg)
+	}
+	return out, nil
+}
+
+func (r *Reader) readMetaindex() error {
+	h := r.footer.metaindex
+	b, err := r.readRaw(h, nil, true)
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if !it.init(b, bytes.Compare) {
+		return r.corruptf("bad metaindex block at offset %d", h.offset)
+	}
+	r.metaHandles = make(map[string]blockHandle)
+	for ok := it.first(); ok; ok = it.next() {
+		mh, n := decodeHandle(it.val)
+		if n <= 0 {
+			return r.corruptf("bad handle in metaindex block at offset %d", h.offset)
+		}
+		r.metaHandles[string(it.key)] = mh
+	}
+	if it.corrupt {
+		return r.corruptf("bad metaindex block at offset %d", h.offset)
+	}
+	return nil
+}
+
+func (r *Reader) readProperties() error {
+	h, ok := r.metaHandles[metaProperties]
+	if !ok {
+		h, ok = r.metaHandles[metaPropertiesOld]
+	}
+	if !ok {
+		r.props = &Properties{}
+	} else {
+		b, err := r.readRaw(h, nil, true)
+		if err != nil {
+			return err
+		}
+		p, msg := decodeProperties(b)
+		if msg != "" {
+			return r.corruptf("%s (properties block at offset %d)", msg, h.offset)
+		}
+		r.props = p
+	}
+	p := r.props
+	p.FormatVersion = r.footer.formatVersion
+	p.ChecksumType = r.footer.checksum
+	r.noCompression = p.HasCompressionName && p.CompressionName == NoCompression.String()
+	r.userKeyIndex = p.IndexKeyIsUserKey
+	r.deltaIndex = p.IndexValueIsDeltaEncoded
+	r.firstKeyIndex = p.IndexType == IndexBinarySearchWithFirstKey
+	r.indexCmp = base.CompareEncoded
+	if r.userKeyIndex {
+		r.indexCmp = bytes.Compare
+	}
+	if p.IndexType > IndexBinarySearchWithFirstKey {
+		return r.corruptf("unknown index type %d", p.IndexType)
+	}
+	return nil
+}
+
+// newIndexBlockIter prepares it to walk an index block (or partition).
+func (r *Reader) initIndexIter(it *blockIter, block []byte, firstKey bool) bool {
+	it.isIndex, it.deltaValues, it.firstKey = true, r.deltaIndex, firstKey
+	return it.init(block, r.indexCmp)
+}
+
+func (r *Reader) readIndex() error {
+	h := r.footer.index
+	b, err := r.readRaw(h, nil, true)
+	if err != nil {
+		return err
+	}
+	r.index = b
+	var it blockIter
+	if !r.initIndexIter(&it, b, r.firstKeyIndex && r.props.IndexType != IndexTwoLevelSearch) {
+		return r.corruptf("bad index block at offset %d", h.offset)
+	}
+	if r.props.IndexType != IndexTwoLevelSearch {
+		return nil
+	}
+	r.partitions = make(map[uint64][]byte)
+	for ok := it.first(); ok; ok = it.next() {
+		ph := it.handle
+		pb, err := r.readRaw(ph, nil, true)
+		if err != nil {
+			return err
+		}
+		var pit blockIter
+		if !r.initIndexIter(&pit, pb, false) {
+			return r.corruptf("bad index partition at offset %d", ph.offset)
+		}
+		r.partitions[ph.offset] = pb
+	}
+	if it.corrupt {
+		return r.corruptf("bad index block at offset %d", h.offset)
+	}
+	return nil
+}
+
+func (r *Reader) readFilter() error {
+	p := r.props
+	r.wholeKeyFilter = !hasRaw(p, propWholeKeyFiltering) || p.WholeKeyFiltering
+	r.prefixFilter = p.PrefixFiltering
+	for _, name := range filterNameAliases {
+		if h, ok := r.metaHandles[fullFilterPrefix+name]; ok {
+			b, err := r.readRaw(h, nil, false)
+			if err != nil {
+				return err
+			}
+			r.filter = b
+			return nil
+		}
+		if h, ok := r.metaHandles[partFilterPrefix+name]; ok {
+			pf, err := r.readPartitionedFilter(h)
+			if err != nil {
+				return err
+			}
+			r.partFilter = pf
+			return nil
+		}
+	}
+	return nil
+}
+
+func hasRaw(p *Properties, name string) bool {
+	for _, e := range p.Raw {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reader) readRangeDels() error {
+	h, ok := r.metaHandles[metaRangeDel]
+	if !ok {
+		return nil
+	}
+	b, err := r.readRaw(h, nil, true)
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if !it.init(b, base.CompareEncoded) {
+		return r.corruptf("bad range deletion block at offset %d", h.offset)
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		k, ok := base.DecodeInternalKey(it.key)
+		if !ok || k.Kind() != base.KindRangeDelete {
+			return r.corruptf("bad range deletion key in block at offset %d", h.offset)
+		}
+		r.tombstones = append(r.tombstones, base.Tombstone{
+			Start: bytes.Clone(k.UserKey), End: bytes.Clone(it.val), Seq: k.SeqNum()})
+	}
+	if it.corrupt {
+		return r.corruptf("bad range deletion block at offset %d", h.offset)
+	}
+	sort.SliceStable(r.tombstones, func(i, j int) bool {
+		return bytes.Compare(r.tombstones[i].Start, r.tombstones[j].Start) < 0
+	})
+	return nil
+}
+
+// Properties returns the table's properties. Callers must not modify them.
+func (r *Reader) Properties() *Properties { return r.props }
+
+// Tombstones returns the range deletions, sorted by start key. Callers must
+// not modify them.
+func (r *Reader) Tombstones() []base.Tombstone { return r.tombstones }
+
+// FileNum returns the table's file number.
+func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
+
+// HasFilter reports whether the table has a filter this reader uses.
+func (r *Reader) HasFilter() bool { return r.filter != nil || r.partFilter != nil }
+
+// KeyMayMatch probes the whole-key filter. It is true when there is no
+// filter or the table was built without whole-key filtering.
+func (r *Reader) KeyMayMatch(ukey []byte) bool {
+	if !r.wholeKeyFilter {
+		return true
+	}
+	return r.mayContain(ukey)
+}
+
+// PrefixMayMatch probes the filter for a prefix. It is true when there is
+// no filter or the table was built without a prefix extractor; callers check
+// that the table's PrefixExtractorName matches theirs.
+func (r *Reader) PrefixMayMatch(prefix []byte) bool {
+	if !r.prefixFilter || r.filter == nil {
+		// A prefix may sort before the separator of the partition that
+		// holds it, so partitioned filters are not probed for prefixes.
+		return true
+	}
+	return bloom.MayContain(r.filter, prefix)
+}
+
+func (r *Reader) mayContain(key []byte) bool {
+	switch {
+	case r.filter != nil:
+		return bloom.MayContain(r.filter, key)
+	case r.partFilter != nil:
+		return r.partFilter.mayContain(r, key)
+	}
+	return true
+}
+
+// Close closes the file and evicts the table's blocks from the cache.
+func (r *Reader) Close() error {
+	r.opts.Cache.EvictFile(r.cacheID)
+	if r.dict != nil {
+		r.dict.Close()
+	}
+	return r.f.Close()
+}
+
+// String names the table for messages.
+func (r *Reader) String() string {
+	return strings.TrimSpace(r.opts.FileName)
+}

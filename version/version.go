@@ -1,0 +1,172 @@
+package version
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/stratadb/strata/internal/base"
+)
+
+// Version is an immutable shape of the LSM tree: the files of each level.
+//
+// Invariants (checked by CheckOrdering):
+//   - L0 is ordered newest first: by LargestSeq descending, then FileNum
+//     descending. L0 files may overlap.
+//   - Each level Ln, n >= 1, is sorted by Smallest and its files do not
+//     overlap in user keys: a file's Largest user key is below the next
+//     file's Smallest user key, except that a range-deletion sentinel
+//     Largest (an exclusive bound) may equal it.
+//   - A file number appears at most once in a Version.
+//
+// Reference counting: a Version stays in its VersionSet's list of live
+// versions (and so its files stay live for LiveFileNums) while its count is
+// above zero. The VersionSet holds one reference to the current Version;
+// an iterator or snapshot that reads a Version takes its own with Ref and
+// drops it with Unref. Ref and Unref are safe for concurrent use; the rest of
+// a Version never changes once installed.
+type Version struct {
+	Levels [NumLevels][]*FileMetadata
+
+	refs atomic.Int32
+	// vs is the owning VersionSet, nil for a free-standing Version.
+	vs *VersionSet
+	// prev and next link the live list of vs; guarded by vs.listMu.
+	prev, next *Version
+}
+
+// Ref adds a reference.
+func (v *Version) Ref() { v.refs.Add(1) }
+
+// Unref drops a reference; the last one removes v from its VersionSet's
+// live list.
+func (v *Version) Unref() {
+	n := v.refs.Add(-1)
+	if n < 0 {
+		panic(base.AssertionFailedf("version: Unref of an unreferenced version"))
+	}
+	if n == 0 && v.vs != nil {
+		v.vs.removeLive(v)
+	}
+}
+
+// Refs returns the current reference count (for tests and assertions).
+func (v *Version) Refs() int32 { return v.refs.Load() }
+
+// NumFiles returns the number of files in level.
+func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
+
+// LevelSize returns the total size of the files in level.
+func (v *Version) LevelSize(level int) uint64 {
+	var n uint64
+	for _, f := range v.Levels[level] {
+		n += f.Size
+	}
+	return n
+}
+
+// AddLiveFileNums adds the number of every file of v to m.
+func (v *Version) AddLiveFileNums(m map[uint64]struct{}) {
+	for _, files := range v.Levels {
+		for _, f := range files {
+			m[f.FileNum] = struct{}{}
+		}
+	}
+}
+
+// FindFile returns the index of the first file of level (n >= 1) whose
+// Largest user key is >= ukey, or NumFiles(level) if there is none.
+func (v *Version) FindFile(level int, ukey []byte) int {
+	files := v.Levels[level]
+	return sort.Search(len(files), func(i int) bool {
+		return bytes.Compare(files[i].Largest.UserKey, ukey) >= 0
+	})
+}
+
+// Overlaps returns the files of level whose user-key range [Smallest,
+// Largest] intersects [start, end] (both inclusive). For L0 every file is
+// tested (without RocksDB's range expansion); for L1+ the search is binary.
+// The result is in level order and may alias v's slice for L1+.
+func (v *Version) Overlaps(level int, start, end []byte) []*FileMetadata {
+	files := v.Levels[level]
+	if level == 0 {
+		var out []*FileMetadata
+		for _, f := range files {
+			if overlaps(f, start, end) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	i := v.FindFile(level, start)
+	j := i
+	for j < len(files) && bytes.Compare(files[j].Smallest.UserKey, end) <= 0 {
+		j++
+	}
+	return files[i:j:j]
+}
+
+func overlaps(f *FileMetadata, start, end []byte) bool {
+	return bytes.Compare(f.Largest.UserKey, start) >= 0 && bytes.Compare(f.Smallest.UserKey, end) <= 0
+}
+
+// l0Less orders L0 newest first.
+func l0Less(a, b *FileMetadata) bool {
+	if a.LargestSeq != b.LargestSeq {
+		return a.LargestSeq > b.LargestSeq
+	}
+	return a.FileNum > b.FileNum
+}
+
+// CheckOrdering verifies the invariants stated on Version.
+func (v *Version) CheckOrdering() error {
+	seen := make(map[uint64]int)
+	for level, files := range v.Levels {
+		for i, f := range files {
+			if l, ok := seen[f.FileNum]; ok {
+				return base.AssertionFailedf("version: file %06d in L%d and L%d", f.FileNum, l, level)
+			}
+			seen[f.FileNum] = level
+			if base.InternalCompare(f.Smallest, f.Largest) > 0 {
+				return base.AssertionFailedf("version: L%d file %s: smallest > largest", level, f)
+			}
+			if i == 0 {
+				continue
+			}
+			if err := checkPair(level, files[i-1], f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkPair checks the order of two adjacent files of level.
+func checkPair(level int, prev, f *FileMetadata) error {
+	if level == 0 {
+		if !l0Less(prev, f) {
+			return base.AssertionFailedf("version: L0 files %s and %s not newest first", prev, f)
+		}
+		return nil
+	}
+	c := bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey)
+	if c < 0 || (c == 0 && IsSentinel(prev.Largest)) {
+		return nil
+	}
+	return base.AssertionFailedf("version: L%d files %s and %s overlap or are out of order", level, prev, f)
+}
+
+// String lists the files level by level, in the manner of ldb's
+// manifest_dump.
+func (v *Version) String() string {
+	var sb strings.Builder
+	for level, files := range v.Levels {
+		fmt.Fprintf(&sb, "--- level %d ---\n", level)
+		for _, f := range files {
+			fmt.Fprintf(&sb, " %s\n", f)
+		}
+	}
+	return sb.String()
+}
