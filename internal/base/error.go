@@ -6,7 +6,8 @@ import (
 
 // Error classes of the API contract. package db re-exports them; every layer
 // below db wraps them with context (file, offset, key, option) and callers
-// test with errors.Is.
+// test with errors.Is — the standard library's or cockroachdb/errors', both
+// work (see Mark).
 var (
 	ErrNotFound        = errors.New("strata: not found")
 	ErrClosed          = errors.New("strata: closed")
@@ -15,24 +16,41 @@ var (
 	ErrCorruption      = errors.New("strata: corruption")
 )
 
+// classError puts an error in a class without changing its message. The
+// class is recorded twice: as a cockroachdb/errors mark (which survives
+// encoding and is what errors.Is of that library checks) and through an Is
+// method, which the standard library's errors.Is consults; a mark alone is
+// invisible to the standard library.
+type classError struct {
+	cause error // the marked error
+	class error
+}
+
+func (e *classError) Error() string        { return e.cause.Error() }
+func (e *classError) Unwrap() error        { return e.cause }
+func (e *classError) Is(target error) bool { return target == e.class }
+
+// Mark returns err in the class of sentinel, keeping its message and chain.
+func Mark(err, sentinel error) error {
+	if err == nil {
+		return nil
+	}
+	return &classError{cause: errors.Mark(err, sentinel), class: sentinel}
+}
+
 // CorruptionErrorf returns an error of the ErrCorruption class. The message
 // should name the file and the offset.
 func CorruptionErrorf(format string, args ...interface{}) error {
-	return errors.Mark(errors.Newf("strata: corruption: "+format, args...), ErrCorruption)
+	return Mark(errors.Newf("strata: corruption: "+format, args...), ErrCorruption)
 }
 
 // MarkCorruption marks err as belonging to the ErrCorruption class, keeping
 // its message.
-func MarkCorruption(err error) error {
-	if err == nil {
-		return nil
-	}
-	return errors.Mark(err, ErrCorruption)
-}
+func MarkCorruption(err error) error { return Mark(err, ErrCorruption) }
 
 // InvalidArgumentf returns an error of the ErrInvalidArgument class.
 func InvalidArgumentf(format string, args ...interface{}) error {
-	return errors.Mark(errors.Newf("strata: invalid argument: "+format, args...), ErrInvalidArgument)
+	return Mark(errors.Newf("strata: invalid argument: "+format, args...), ErrInvalidArgument)
 }
 
 // AssertionFailedf reports a broken internal invariant: a bug, never bad

@@ -3,7 +3,6 @@
 package vfs
 
 import (
-	"github.com/cockroachdb/errors"
 	"os"
 	"syscall"
 
@@ -31,7 +30,14 @@ func flock(f *os.File) error {
 		return err
 	}
 	if ferr == unix.EWOULDBLOCK {
-		return errors.Mark(ferr, ErrLocked)
+		return &lockedError{ferr}
 	}
 	return ferr
 }
+
+// lockedError is in the ErrLocked class for both errors.Is functions.
+type lockedError struct{ err error }
+
+func (e *lockedError) Error() string        { return e.err.Error() }
+func (e *lockedError) Unwrap() error        { return e.err }
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
