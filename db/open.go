@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 
 	"github.com/cockroachdb/errors"
@@ -111,6 +112,14 @@ func (d *DB) open() error {
 		if o.CreateIfMissing {
 			if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {
 				return errors.Wrapf(err, "strata: creating %s", d.dirname)
+			}
+			// Make the directory itself durable in its parent.
+			if dir, err := d.fs.OpenDir(filepath.Dir(d.dirname)); err == nil {
+				err = dir.Sync()
+				dir.Close()
+				if err != nil {
+					return errors.Wrapf(err, "strata: syncing the parent of %s", d.dirname)
+				}
 			}
 		}
 		lock, err := d.fs.Lock(d.path(base.MakeFilename(base.FileKindLock, 0)))

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/prefix"
 )
 
@@ -63,7 +64,7 @@ func (d *DB) SetOptions(opts map[string]string) error {
 		}
 		apply, err := opt.parse(d, value)
 		if err != nil {
-			return errors.Wrapf(errors.Mark(err, ErrInvalidArgument), "strata: SetOptions: option %q value %q", name, value)
+			return errors.Wrapf(base.Mark(err, ErrInvalidArgument), "strata: SetOptions: option %q value %q", name, value)
 		}
 		applies = append(applies, apply)
 	}
