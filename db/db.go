@@ -59,9 +59,6 @@ type DB struct {
 
 	// identity is the IDENTITY file's database id.
 	identity string
-	// obsoletePending is set while some table removed from the current
-	// version may still be pinned by an older one.
-	obsoletePending atomic.Bool
 	// testingCompareNamesAlways disables the known-good pointer check in
 	// prefixFilterUsable, reproducing the per-call Name comparison that
 	// RocksDB PR 9407 removed. Benchmarks only.
@@ -161,15 +158,12 @@ func (d *DB) updateReadStateLocked() {
 	}
 }
 
-// unrefVersion drops a reference to v; when the last reference to a version
-// goes, files only it referenced become obsolete.
+// unrefVersion drops a reference to v. Files only v referenced become
+// obsolete; they are deleted at the end of the next flush or compaction, or
+// at Close. Deleting here would need d.mu, which the caller may hold (a
+// readState is replaced under d.mu).
 func (d *DB) unrefVersion(v *version.Version) {
 	v.Unref()
-	if v.Refs() == 0 && d.obsoletePending.Load() {
-		d.mu.Lock()
-		d.deleteObsoleteFilesLocked()
-		d.mu.Unlock()
-	}
 }
 
 // checkOpen returns ErrClosed after Close.
@@ -205,6 +199,7 @@ func (d *DB) Close() error {
 	d.mu.bgWG.Wait()
 
 	d.mu.Lock()
+	d.deleteObsoleteFilesLocked()
 	if d.mu.log.file != nil {
 		err = errors.CombineErrors(err, d.mu.log.writer.Flush())
 		err = errors.CombineErrors(err, d.mu.log.file.Sync())

@@ -26,7 +26,6 @@ func (d *DB) deleteObsoleteFilesLocked() {
 			d.removeFile(base.FileKindTable, num)
 		}
 		d.mu.obsoleteTables = kept
-		d.obsoletePending.Store(len(kept) > 0)
 	}
 	minLog := d.minUnflushedLogLocked()
 	n := 0
