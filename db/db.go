@@ -57,8 +57,14 @@ type DB struct {
 
 	stats dbStats
 
+	// comp is the compaction state (compaction.go).
+	comp compactionState
+
 	// identity is the IDENTITY file's database id.
 	identity string
+	// optionsReport lists the settings of the OPTIONS file found at Open
+	// that did not map onto ours; written once during Open.
+	optionsReport []string
 	// testingCompareNamesAlways disables the known-good pointer check in
 	// prefixFilterUsable, reproducing the per-call Name comparison that
 	// RocksDB PR 9407 removed. Benchmarks only.

@@ -132,6 +132,9 @@ func (d *DB) open() error {
 	if err != nil {
 		return err
 	}
+	if err := d.checkOptionsFiles(listing.options); err != nil {
+		return err
+	}
 	vopts := version.Options{}
 	var vs *version.VersionSet
 	switch {
@@ -147,7 +150,7 @@ func (d *DB) open() error {
 	case o.ErrorIfExists:
 		return errors.Wrapf(ErrInvalidArgument, "strata: database %s already exists and ErrorIfExists is set", d.dirname)
 	default:
-		vs, err = version.Load(d.fs, d.dirname, vopts)
+		vs, err = loadVersions(d, vopts)
 	}
 	if err != nil {
 		return err
@@ -167,6 +170,9 @@ func (d *DB) open() error {
 	}
 	if !o.ReadOnly {
 		d.sweepLocked(listing)
+		if err := d.writeOptionsFileLocked(listing.options); err != nil {
+			return err
+		}
 	}
 	d.updateReadStateLocked()
 	d.maybeScheduleCompactionLocked()

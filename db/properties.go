@@ -94,6 +94,8 @@ func (d *DB) GetProperty(name string) (string, bool) {
 			return "", true
 		}
 		return d.mu.bgErr.Error(), true
+	case PropOptionsFileReport:
+		return d.optionsFileReport(), true
 	case PropPrefixExtractor:
 		if h := d.extractor.Load(); h != nil {
 			return h.name, true
@@ -140,8 +142,10 @@ func (d *DB) statsString() string {
 		totalWrite += wr
 		totalRead += rd
 		wamp := 0.0
-		if level > 0 && ls.bytesRead.Load() > 0 {
-			wamp = float64(wr) / float64(rd)
+		if rn := ls.bytesReadStart.Load(); level > 0 && rn > 0 {
+			// RocksDB's W-Amp: bytes written over bytes read from the
+			// level above.
+			wamp = float64(wr) / float64(rn)
 		}
 		fmt.Fprintf(&b, "  L%d  %5d  %9.1f %9.1f %10.1f %10.1f %10d %6.1f\n", level, len(files),
 			mb(rs.version.LevelSize(level)), mb(rd), mb(wr), mb(ls.bytesMoved.Load()), ls.compactions.Load(), wamp)
@@ -157,6 +161,10 @@ func (d *DB) statsString() string {
 	fmt.Fprintf(&b, "Flushes: %d (%.3f s); compactions: %d (%.3f s)\n", s.flushes.Load(),
 		float64(s.flushMicros.Load())/1e6, s.compactions.Load(), float64(s.compactionMicros.Load())/1e6)
 	fmt.Fprintf(&b, "Write stalls: %d waits, %.3f s stalled\n", s.stalls.Load(), float64(s.stallMicros.Load())/1e6)
+	d.mu.Lock()
+	fmt.Fprintf(&b, "Pending compaction: %.1f MB; compactions running: %d\n",
+		mb(d.pendingCompactionBytesLocked()), d.mu.compacting)
+	d.mu.Unlock()
 	cs := d.cache.Stats()
 	fmt.Fprintf(&b, "Block cache: %d hits, %d misses, %d / %d bytes\n", cs.Hits, cs.Misses, cs.Used, cs.Capacity)
 	fmt.Fprintf(&b, "Filters: %d checks, %d useful; prefix fast path %d, slow path %d, incompatible %d\n",

@@ -1,8 +1,10 @@
 package db
 
 import (
+	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -40,13 +42,25 @@ var mutableOptions = []mutableOption{
 			}
 		}, nil
 	}},
+	compactionIntOption("level0_file_num_compaction_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Trigger }),
+	compactionIntOption("level0_slowdown_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Slowdown }),
+	compactionIntOption("level0_stop_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Stop }),
+	compactionIntOption("target_file_size_base", func(d *DB) *atomic.Int64 { return &d.comp.targetFileSize }),
+	compactionIntOption("max_bytes_for_level_base", func(d *DB) *atomic.Int64 { return &d.comp.maxBytesBase }),
+	compactionIntOption("max_background_jobs", func(d *DB) *atomic.Int64 { return &d.comp.maxBackgroundJobs }),
+	{"max_bytes_for_level_multiplier", parseLevelMultiplier},
 }
 
 // SetOptions changes mutable options at run time, atomically: on any error
 // nothing changes. Names are RocksDB's: "prefix_extractor" (a prefix.Parse
 // string, or "" / "nullptr" for none), "write_buffer_size" (decimal bytes),
-// "disable_auto_compactions" ("true"/"false"). Unknown names and bad values
-// wrap ErrInvalidArgument and name the option and value.
+// "disable_auto_compactions" ("true"/"false"), and the compaction options
+// "level0_file_num_compaction_trigger", "level0_slowdown_writes_trigger",
+// "level0_stop_writes_trigger", "target_file_size_base",
+// "max_bytes_for_level_base", "max_background_jobs" (positive decimal
+// integers) and "max_bytes_for_level_multiplier" (a number above 1).
+// Unknown names and bad values wrap ErrInvalidArgument and name the option
+// and value.
 func (d *DB) SetOptions(opts map[string]string) error {
 	if err := d.checkOpen(); err != nil {
 		return err
@@ -72,6 +86,13 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	defer d.setOptionsMu.Unlock()
 	for _, apply := range applies {
 		apply()
+	}
+	// Keep the OPTIONS file in step, as RocksDB does, so its tools see the
+	// options in force.
+	if !d.opts.ReadOnly {
+		if err := d.writeOptionsFile(); err != nil {
+			return errors.Wrap(err, "strata: SetOptions applied, but writing the OPTIONS file failed")
+		}
 	}
 	return nil
 }
@@ -111,4 +132,35 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return false, errors.Newf("want true or false")
+}
+
+// compactionIntOption is a positive integer option read by the compaction
+// picker and the stall rules; setting it may make a compaction due.
+func compactionIntOption(name string, field func(d *DB) *atomic.Int64) mutableOption {
+	return mutableOption{name, func(d *DB, v string) (func(), error) {
+		n, err := parsePositiveInt(v)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			field(d).Store(n)
+			d.mu.Lock()
+			d.maybeScheduleCompactionLocked()
+			d.mu.cond.Broadcast() // stalled writers re-check the triggers
+			d.mu.Unlock()
+		}, nil
+	}}
+}
+
+func parseLevelMultiplier(d *DB, v string) (func(), error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(f > 1) || f > 1000 {
+		return nil, errors.Newf("want a number in (1, 1000]")
+	}
+	return func() {
+		d.comp.multiplierBits.Store(math.Float64bits(f))
+		d.mu.Lock()
+		d.maybeScheduleCompactionLocked()
+		d.mu.Unlock()
+	}, nil
 }

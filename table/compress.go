@@ -118,7 +118,9 @@ func compressBlock(dst, raw []byte, c Compression, formatVersion uint32) []byte 
 		}
 		dst = dst[:h+n]
 	case ZlibCompression:
-		dst = appendRawSize(dst, len(raw), prefixed)
+		if prefixed { // fv 0/1: the raw deflate stream alone (§7)
+			dst = binary.AppendUvarint(dst, uint64(len(raw)))
+		}
 		var b bytes.Buffer
 		b.Write(dst)
 		fw, err := flate.NewWriter(&b, flate.DefaultCompression)

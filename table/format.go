@@ -151,7 +151,14 @@ func findShortestSeparator(dst, start, limit []byte) []byte {
 	if d >= n {
 		return append(dst, start...) // one is a prefix of the other
 	}
-	if c := start[d]; c < 0xff && c+1 < limit[d] {
+	c := start[d]
+	if c >= limit[d] {
+		return append(dst, start...) // start >= limit: nothing to shorten
+	}
+	// start[:d] ‖ c+1 is < limit unless it equals limit, i.e. unless
+	// c+1 == limit[d] and d is limit's last byte (RocksDB's rule; LevelDB
+	// also refuses c+1 == limit[d] when limit is longer).
+	if d < len(limit)-1 || c+1 < limit[d] {
 		dst = append(dst, start[:d+1]...)
 		dst[len(dst)-1]++
 		return dst

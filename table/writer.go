@@ -166,7 +166,9 @@ func (w *Writer) addIndexEntry(next base.InternalKey) {
 	}
 	w.sepBuf = findShortestSeparator(w.sepBuf[:0], last.UserKey, next.UserKey)
 	var sep []byte
-	if len(w.sepBuf) < len(last.UserKey) && bytes.Compare(last.UserKey, w.sepBuf) < 0 {
+	// As RocksDB's InternalKeyComparator: a separator no longer than the
+	// user key (<=, not LevelDB's <) but larger replaces the block's last key.
+	if len(w.sepBuf) <= len(last.UserKey) && bytes.Compare(last.UserKey, w.sepBuf) < 0 {
 		sep = base.MakeInternalKey(w.sepBuf, base.MaxSeqNum, base.KindSeek).Append(nil)
 	} else {
 		sep = last.Append(nil)

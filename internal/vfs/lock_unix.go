@@ -32,6 +32,26 @@ func flock(f *os.File) error {
 	if ferr == unix.EWOULDBLOCK {
 		return &lockedError{ferr}
 	}
+	if ferr != nil {
+		return ferr
+	}
+	// RocksDB locks LOCK with an fcntl record lock, which does not conflict
+	// with flock on Linux: take both, so that neither engine can open a
+	// directory the other has open.
+	if err := rc.Control(func(fd uintptr) {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+		for {
+			ferr = unix.FcntlFlock(fd, unix.F_SETLK, &lk)
+			if ferr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if ferr == unix.EAGAIN || ferr == unix.EACCES {
+		return &lockedError{ferr}
+	}
 	return ferr
 }
 

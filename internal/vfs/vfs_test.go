@@ -217,7 +217,7 @@ func TestDiskLock_FlockExcludesOtherDescriptions(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "LOCK")
 	l, err := Default.Lock(name)
 	require.NoError(t, err)
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	require.NoError(t, err)
 	require.True(t, errors.Is(flock(f), ErrLocked), "flock through another open file description")
 	require.NoError(t, l.Close())

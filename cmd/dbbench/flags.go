@@ -1,0 +1,212 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// config holds every flag after parsing and validation. Names and defaults
+// are db_bench's (RocksDB 7.8.3) unless marked "ours".
+type config struct {
+	benchmarks    []string
+	db            string // "" = a fresh temporary directory, removed at exit
+	num           int64
+	reads         int64 // < 0 = num
+	writes        int64 // < 0 = num
+	deletes       int64 // < 0 = num
+	duration      int   // seconds; 0 = counts decide
+	threads       int
+	keySize       int
+	valueSize     int
+	compRatio     float64
+	compression   string // none|snappy|zstd
+	prefixSize    int
+	keysPerPrefix int64
+	bloomBits     int // < 0 = none, as 0
+	seed          int64
+
+	writeBufferSize      int64
+	maxWriteBufferNumber int
+	cacheSize            int64
+	openFiles            int
+	blockSize            int
+	useExistingDB        bool
+	readOnly             bool
+	disableWAL           bool
+	sync                 bool
+	batchSize            int64
+	seekNexts            int
+	prefixSameAsStart    bool
+	totalOrderSeek       bool
+
+	compactionStyle        int // 0 level, 2 fifo
+	fifoMaxTableFilesMB    uint64
+	fifoAllowCompaction    bool
+	maxBackgroundJobs      int
+	targetFileSizeBase     int64
+	maxBytesForLevelBase   int64
+	maxBytesForLevelMult   float64
+	l0CompactionTrigger    int
+	l0SlowdownTrigger      int
+	l0StopTrigger          int
+	disableAutoCompactions bool
+
+	histogram          bool
+	statistics         bool
+	progressReports    bool
+	opsBetweenChecks   int64
+	reportIntervalSecs int64
+	reportFile         string
+	reportPlot         string // ours: SVG of throughput and p99 over time
+}
+
+// benchmarkNames lists every accepted -benchmarks name.
+var benchmarkNames = []string{"fillseq", "fillrandom", "overwrite", "fillsync",
+	"fillbatch", "readrandom", "readmissing", "readseq", "readreverse",
+	"seekrandom", "multireadrandom", "readwhilewriting", "deleterandom",
+	"compact", "flush", "stats"}
+
+// newFlagSet declares every flag on a fresh FlagSet bound to c.
+func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("dbbench", flag.ContinueOnError)
+	fs.SetOutput(out)
+	benchmarks := fs.String("benchmarks", "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,seekrandom,multireadrandom,compact,stats",
+		"comma-separated benchmarks: "+strings.Join(benchmarkNames, ","))
+	fs.StringVar(&c.db, "db", "", "database directory (default: a fresh temporary directory, removed at exit)")
+	fs.Int64Var(&c.num, "num", 1000000, "number of key/values to place in the database")
+	fs.Int64Var(&c.reads, "reads", -1, "number of read operations; negative means -num")
+	fs.Int64Var(&c.writes, "writes", -1, "number of write operations; negative means -num")
+	fs.Int64Var(&c.deletes, "deletes", -1, "number of delete operations; negative means -num")
+	fs.IntVar(&c.duration, "duration", 0, "seconds for the random-op benchmarks; 0 = -num/-reads decide")
+	fs.IntVar(&c.threads, "threads", 1, "number of concurrent threads")
+	fs.IntVar(&c.keySize, "key_size", 16, "size of each key")
+	fs.IntVar(&c.valueSize, "value_size", 100, "size of each value")
+	fs.Float64Var(&c.compRatio, "compression_ratio", 0.5, "values shrink to this fraction when compressed")
+	fs.StringVar(&c.compression, "compression_type", "snappy", "none|snappy|zstd")
+	fs.IntVar(&c.prefixSize, "prefix_size", 0, "fixed prefix extractor length; 0 = none")
+	fs.Int64Var(&c.keysPerPrefix, "keys_per_prefix", 0, "keys per prefix; 0 = keys are plain integers")
+	fs.IntVar(&c.bloomBits, "bloom_bits", -1, "bloom filter bits per key; negative or 0 = no filter")
+	fs.Int64Var(&c.seed, "seed", 0, "seed base for the random generators; 0 = from the clock")
+	fs.Int64Var(&c.writeBufferSize, "write_buffer_size", 64<<20, "memtable bytes before a flush")
+	fs.IntVar(&c.maxWriteBufferNumber, "max_write_buffer_number", 2, "memtables before writes stall")
+	fs.Int64Var(&c.cacheSize, "cache_size", 8<<20, "block cache bytes; <= 0 = engine default")
+	fs.IntVar(&c.openFiles, "open_files", -1, "max open table files; <= 0 = engine default")
+	fs.IntVar(&c.blockSize, "block_size", 4096, "table data block bytes")
+	fs.BoolVar(&c.useExistingDB, "use_existing_db", false, "do not destroy the existing database")
+	fs.BoolVar(&c.readOnly, "readonly", false, "open read-only (implies -use_existing_db)")
+	fs.BoolVar(&c.disableWAL, "disable_wal", false, "do not write the WAL")
+	fs.BoolVar(&c.sync, "sync", false, "sync every write")
+	fs.Int64Var(&c.batchSize, "batch_size", 1, "entries per write batch and per MultiGet")
+	fs.IntVar(&c.seekNexts, "seek_nexts", 0, "Next() calls after each Seek in seekrandom")
+	fs.BoolVar(&c.prefixSameAsStart, "prefix_same_as_start", false, "iterators stop at the end of the Seek key's prefix")
+	fs.BoolVar(&c.totalOrderSeek, "total_order_seek", false, "ignore prefix filters on Seek")
+	fs.IntVar(&c.compactionStyle, "compaction_style", 0, "0 = level, 2 = fifo")
+	fs.Uint64Var(&c.fifoMaxTableFilesMB, "fifo_compaction_max_table_files_size_mb", 0, "FIFO: total table size limit; 0 = engine default (1 GiB)")
+	fs.BoolVar(&c.fifoAllowCompaction, "fifo_compaction_allow_compaction", true, "FIFO: merge small L0 files")
+	fs.IntVar(&c.maxBackgroundJobs, "max_background_jobs", 2, "concurrent flushes and compactions")
+	fs.Int64Var(&c.targetFileSizeBase, "target_file_size_base", 64<<20, "compaction output file size")
+	fs.Int64Var(&c.maxBytesForLevelBase, "max_bytes_for_level_base", 256<<20, "target size of L1")
+	fs.Float64Var(&c.maxBytesForLevelMult, "max_bytes_for_level_multiplier", 10, "size ratio between levels (a whole number)")
+	fs.IntVar(&c.l0CompactionTrigger, "level0_file_num_compaction_trigger", 4, "L0 files that start a compaction")
+	fs.IntVar(&c.l0SlowdownTrigger, "level0_slowdown_writes_trigger", 20, "L0 files that slow writes")
+	fs.IntVar(&c.l0StopTrigger, "level0_stop_writes_trigger", 36, "L0 files that stop writes")
+	fs.BoolVar(&c.disableAutoCompactions, "disable_auto_compactions", false, "no background compactions")
+	fs.BoolVar(&c.histogram, "histogram", false, "print latency histograms")
+	fs.BoolVar(&c.statistics, "statistics", false, "print engine statistics at the end")
+	fs.BoolVar(&c.progressReports, "progress_reports", true, "print '... finished N ops' on stderr")
+	fs.Int64Var(&c.opsBetweenChecks, "ops_between_duration_checks", 1000, "ops between -duration clock checks")
+	fs.Int64Var(&c.reportIntervalSecs, "report_interval_seconds", 0, "write -report_file every N seconds; 0 = off")
+	fs.StringVar(&c.reportFile, "report_file", "report.csv", "per-interval CSV: secs_elapsed,interval_qps,p99_micros")
+	fs.StringVar(&c.reportPlot, "report_plot", "", "ours: draw throughput and p99 latency over time into this SVG")
+	return fs, benchmarks
+}
+
+// parseFlags parses db_bench-style arguments and validates them. Unknown
+// flags, unknown benchmarks and values this engine does not support are
+// errors.
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	c := &config{}
+	fs, benchmarks := newFlagSet(c, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	for _, name := range strings.Split(*benchmarks, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if !slices.Contains(benchmarkNames, name) {
+			return nil, fmt.Errorf("unknown benchmark '%s' (supported: %s)", name, strings.Join(benchmarkNames, ","))
+		}
+		c.benchmarks = append(c.benchmarks, name)
+	}
+	if c.readOnly {
+		c.useExistingDB = true
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// validate rejects values the engine or the generators cannot honour.
+func (c *config) validate() error {
+	switch c.compression {
+	case "none", "snappy", "zstd":
+	default:
+		return fmt.Errorf("-compression_type=%s is not supported (none|snappy|zstd)", c.compression)
+	}
+	if c.compactionStyle != 0 && c.compactionStyle != 2 {
+		return fmt.Errorf("-compaction_style=%d is not supported (0 = level, 2 = fifo)", c.compactionStyle)
+	}
+	checks := []struct {
+		bad bool
+		msg string
+	}{
+		{c.num < 0, "-num must be >= 0"},
+		{c.threads < 1, "-threads must be >= 1"},
+		{c.keySize < 1, "-key_size must be >= 1"},
+		{c.valueSize < 0, "-value_size must be >= 0"},
+		{c.compRatio <= 0 || c.compRatio > 1, "-compression_ratio must be in (0, 1]"},
+		{c.prefixSize < 0 || c.prefixSize > c.keySize, "-prefix_size must be in [0, key_size]"},
+		{c.keysPerPrefix < 0, "-keys_per_prefix must be >= 0"},
+		{c.batchSize < 1, "-batch_size must be >= 1"},
+		{c.seekNexts < 0, "-seek_nexts must be >= 0"},
+		{c.duration < 0, "-duration must be >= 0"},
+		{c.writeBufferSize < 0 || c.writeBufferSize > math.MaxInt32*2, "-write_buffer_size out of range"},
+		{c.maxBytesForLevelMult < 1 || c.maxBytesForLevelMult != math.Trunc(c.maxBytesForLevelMult), "-max_bytes_for_level_multiplier must be a whole number >= 1"},
+		{c.opsBetweenChecks < 1, "-ops_between_duration_checks must be >= 1"},
+		{c.reportIntervalSecs < 0, "-report_interval_seconds must be >= 0"},
+		{c.reportPlot != "" && c.reportIntervalSecs == 0, "-report_plot needs -report_interval_seconds > 0"},
+		{c.fifoMaxTableFilesMB > math.MaxInt64>>20, "-fifo_compaction_max_table_files_size_mb out of range"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return fmt.Errorf("%s", ch.msg)
+		}
+	}
+	if c.readOnly {
+		for _, b := range c.benchmarks {
+			if isWriteBenchmark(b) {
+				return fmt.Errorf("benchmark %s writes, but -readonly is set", b)
+			}
+		}
+	}
+	return nil
+}
+
+// isWriteBenchmark reports whether a benchmark modifies the database.
+func isWriteBenchmark(name string) bool {
+	switch name {
+	case "fillseq", "fillrandom", "overwrite", "fillsync", "fillbatch",
+		"readwhilewriting", "deleterandom", "compact", "flush":
+		return true
+	}
+	return false
+}
