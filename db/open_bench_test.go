@@ -29,8 +29,8 @@ func makeManyFileDB(tb testing.TB, n int) string {
 		hi := []byte(fmt.Sprintf("key%09d", 2*i+1))
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: level, Meta: &version.FileMetadata{
 			FileNum: num, Size: 1 << 20,
-			Smallest: base.MakeInternalKey(lo, base.SeqNum(i+1), base.KindSet),
-			Largest:  base.MakeInternalKey(hi, base.SeqNum(i+1), base.KindSet),
+			Smallest:    base.MakeInternalKey(lo, base.SeqNum(i+1), base.KindSet),
+			Largest:     base.MakeInternalKey(hi, base.SeqNum(i+1), base.KindSet),
 			SmallestSeq: base.SeqNum(i + 1), LargestSeq: base.SeqNum(i + 1),
 		}})
 		f, err := fs.Create(filepath.Join(dir, base.MakeFilename(base.FileKindTable, num)))
