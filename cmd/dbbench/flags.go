@@ -62,6 +62,7 @@ type config struct {
 	reportIntervalSecs int64
 	reportFile         string
 	reportPlot         string // ours: SVG of throughput and p99 over time
+	cpuProfile         string // ours: write a Go CPU profile of the run
 }
 
 // benchmarkNames lists every accepted -benchmarks name.
@@ -122,6 +123,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.reportIntervalSecs, "report_interval_seconds", 0, "write -report_file every N seconds; 0 = off")
 	fs.StringVar(&c.reportFile, "report_file", "report.csv", "per-interval CSV: secs_elapsed,interval_qps,p99_micros")
 	fs.StringVar(&c.reportPlot, "report_plot", "", "ours: draw throughput and p99 latency over time into this SVG")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
 	return fs, benchmarks
 }
 

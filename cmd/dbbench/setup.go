@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"time"
 )
 
@@ -16,6 +17,17 @@ import (
 func run(c *config, stdout, stderr io.Writer) (err error) {
 	if openFunc == nil {
 		return errors.New("no engine linked in")
+	}
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	b := &bench{cfg: c, out: stdout, errOut: stderr,
 		kg: keyGen{prefixSize: c.prefixSize, keysPerPrefix: c.keysPerPrefix}}
