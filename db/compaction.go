@@ -1,21 +1,325 @@
 package db
 
 import (
+	"bytes"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/version"
 )
+
+// Compaction: scheduling, manual compaction and the lifecycle of one
+// compaction job. The merge itself is in compaction_run.go; picking is in
+// version/picker.go; docs/compaction.md describes the policy.
+//
+// Concurrency: a compaction is picked and its input files marked
+// Compacting under d.mu; the files are merged without the lock; the result
+// is installed with LogAndApply under d.mu. Two compactions never share an
+// input file, and a compaction is not picked when its range intersects the
+// range of an in-flight compaction writing into the same output level, so
+// concurrent compactions produce non-overlapping files.
+
+// compactionState is the compaction part of DB.
+type compactionState struct {
+	// Mutable options set through SetOptions; 0 means "as in d.opts".
+	l0Trigger, l0Slowdown, l0Stop atomic.Int64
+	targetFileSize, maxBytesBase  atomic.Int64
+	multiplierBits                atomic.Uint64 // math.Float64bits; 0 = unset
+	maxBackgroundJobs             atomic.Int64
+
+	// manualMu makes CompactRange calls run one at a time.
+	manualMu sync.Mutex
+
+	// Guarded by DB.mu: the compactions running, and per level the largest
+	// user key of the last file picked (the round-robin cursor).
+	inflight []*compaction
+	cursor   [version.NumLevels][]byte
+}
+
+type compactionKind int
+
+const (
+	compactionMerge  compactionKind = iota // merge inputs into new files
+	compactionMove                         // move one file down by MANIFEST edit
+	compactionDelete                       // FIFO: drop the inputs
+)
+
+// compaction is one compaction job. Its input files are marked Compacting
+// from pick to finish.
+type compaction struct {
+	kind compactionKind
+	pick *version.Pick
+	// manual compactions never move trivially.
+	manual bool
+	// bottommost: no level below the output holds a file in the range, so
+	// deletions that no snapshot needs can be dropped.
+	bottommost bool
+	targetSize uint64
+	// maxOverlap bounds the grandparent bytes one output file may overlap.
+	maxOverlap uint64
+}
+
+var errCompactionAborted = errors.New("strata: compaction aborted: database closing")
+
+func (d *DB) optInt(v *atomic.Int64, def int) int {
+	if n := v.Load(); n > 0 {
+		return int(n)
+	}
+	return def
+}
+
+func (d *DB) l0Trigger() int {
+	return d.optInt(&d.comp.l0Trigger, d.opts.Level0FileNumCompactionTrigger)
+}
+func (d *DB) l0Slowdown() int {
+	return d.optInt(&d.comp.l0Slowdown, d.opts.Level0SlowdownWritesTrigger)
+}
+func (d *DB) l0Stop() int { return d.optInt(&d.comp.l0Stop, d.opts.Level0StopWritesTrigger) }
+
+func (d *DB) targetFileSize() uint64 {
+	if n := d.comp.targetFileSize.Load(); n > 0 {
+		return uint64(n)
+	}
+	return uint64(d.opts.TargetFileSizeBase)
+}
+
+// pickerOptions snapshots the mutable picking options.
+func (d *DB) pickerOptions() version.PickerOptions {
+	base := uint64(d.opts.MaxBytesForLevelBase)
+	if n := d.comp.maxBytesBase.Load(); n > 0 {
+		base = uint64(n)
+	}
+	mult := float64(d.opts.MaxBytesForLevelMultiplier)
+	if b := d.comp.multiplierBits.Load(); b != 0 {
+		mult = math.Float64frombits(b)
+	}
+	return version.PickerOptions{L0Trigger: d.l0Trigger(), BaseBytes: base, Multiplier: mult,
+		MaxGrandparentOverlap: 10 * d.targetFileSize()}
+}
+
+// maxCompactions is the number of compactions that may run at once: the
+// background jobs less those RocksDB reserves for flushes (a quarter, at
+// least one), at least one.
+func (d *DB) maxCompactions() int {
+	jobs := d.optInt(&d.comp.maxBackgroundJobs, d.opts.MaxBackgroundJobs)
+	return max(1, jobs-max(1, jobs/4))
+}
 
 // l0CountLocked is the number of L0 files. d.mu must be held.
 func (d *DB) l0CountLocked() int {
 	return len(d.mu.versions.Current().Levels[0])
 }
 
-// maybeScheduleCompactionLocked starts background compactions when due.
+// pendingCompactionBytesLocked estimates the bytes compaction is behind by.
 // d.mu must be held.
-func (d *DB) maybeScheduleCompactionLocked() {}
+func (d *DB) pendingCompactionBytesLocked() uint64 {
+	if d.opts.CompactionStyle != LevelCompaction {
+		return 0
+	}
+	return d.mu.versions.Current().PendingCompactionBytes(d.pickerOptions())
+}
 
-// CompactRange compacts the key range [start, end] (nil = unbounded) down
-// the levels, after flushing the memtable.
+// maybeScheduleCompactionLocked starts background compactions while some
+// are due and job slots are free. d.mu must be held.
+func (d *DB) maybeScheduleCompactionLocked() {
+	if d.opts.ReadOnly || d.mu.versions == nil || d.mu.closing || d.mu.bgErr != nil ||
+		d.mu.manualCompactions > 0 || d.disableAutoCompactions.Load() {
+		return
+	}
+	for d.mu.compacting < d.maxCompactions() {
+		c := d.pickAutoLocked()
+		if c == nil {
+			return
+		}
+		d.startCompactionLocked(c)
+		d.mu.bgWG.Add(1)
+		go func() {
+			defer d.mu.bgWG.Done()
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			_ = d.runCompactionLocked(c)
+			d.maybeScheduleCompactionLocked()
+		}()
+	}
+}
+
+// pickAutoLocked picks the next automatic compaction, or nil. d.mu must be
+// held.
+func (d *DB) pickAutoLocked() *compaction {
+	v := d.mu.versions.Current()
+	if d.opts.CompactionStyle == FIFOCompaction {
+		if len(d.comp.inflight) > 0 {
+			return nil
+		}
+		return d.pickFIFOLocked(v, d.opts.FIFOAllowCompaction)
+	}
+	busy := func(level int, smallest, largest []byte) bool {
+		for _, c := range d.comp.inflight {
+			p := c.pick
+			if p.OutputLevel == level && bytes.Compare(smallest, p.Largest) <= 0 &&
+				bytes.Compare(p.Smallest, largest) <= 0 {
+				return true
+			}
+		}
+		return false
+	}
+	p := v.PickLeveled(d.pickerOptions(), busy, &d.comp.cursor)
+	if p == nil {
+		return nil
+	}
+	if p.StartLevel > 0 {
+		d.comp.cursor[p.StartLevel] = append([]byte(nil), p.Inputs[0][len(p.Inputs[0])-1].Largest.UserKey...)
+	}
+	return d.newCompaction(v, p, false)
+}
+
+// pickFIFOLocked picks a FIFO deletion, or with allowMerge an intra-L0
+// merge of small files. d.mu must be held.
+func (d *DB) pickFIFOLocked(v *version.Version, allowMerge bool) *compaction {
+	if del := v.PickFIFODeletions(uint64(d.opts.FIFOMaxTableFilesSize)); len(del) > 0 {
+		p := &version.Pick{Inputs: [2][]*version.FileMetadata{del, nil}}
+		return &compaction{kind: compactionDelete, pick: p}
+	}
+	if !allowMerge {
+		return nil
+	}
+	p := v.PickFIFOIntraL0(d.l0Trigger(), uint64(d.writeBufferSize.Load()))
+	if p == nil {
+		return nil
+	}
+	return &compaction{kind: compactionMerge, pick: p, targetSize: math.MaxUint64}
+}
+
+// newCompaction turns a leveled pick into a job: a trivial move when a
+// single file overlaps nothing in the output level and little below it.
+func (d *DB) newCompaction(v *version.Version, p *version.Pick, manual bool) *compaction {
+	c := &compaction{kind: compactionMerge, pick: p, manual: manual, targetSize: d.targetFileSize(),
+		maxOverlap: 10 * d.targetFileSize()}
+	c.bottommost = !v.BelowOverlaps(p.OutputLevel, p.Smallest, p.Largest)
+	if !manual && len(p.Inputs[0]) == 1 && len(p.Inputs[1]) == 0 {
+		var gp uint64
+		for _, f := range p.Grandparents {
+			gp += f.Size
+		}
+		if gp <= c.maxOverlap {
+			c.kind = compactionMove
+		}
+	}
+	return c
+}
+
+// startCompactionLocked marks c's inputs and counts it as running. d.mu
+// must be held.
+func (d *DB) startCompactionLocked(c *compaction) {
+	d.setCompactingLocked(c, true)
+	d.comp.inflight = append(d.comp.inflight, c)
+	d.mu.compacting++
+}
+
+func (d *DB) setCompactingLocked(c *compaction, on bool) {
+	for _, files := range c.pick.Inputs {
+		for _, f := range files {
+			f.Compacting = on
+		}
+	}
+}
+
+// runCompactionLocked runs a started compaction to its end and unmarks it.
+// A failure other than an abort at close becomes the background error:
+// writes stop, reads go on. d.mu must be held; it is released during I/O.
+func (d *DB) runCompactionLocked(c *compaction) error {
+	start := time.Now()
+	err := d.compactLocked(c)
+	d.setCompactingLocked(c, false)
+	for i, x := range d.comp.inflight {
+		if x == c {
+			d.comp.inflight = append(d.comp.inflight[:i], d.comp.inflight[i+1:]...)
+			break
+		}
+	}
+	d.mu.compacting--
+	if err != nil && !errors.Is(err, errCompactionAborted) && d.mu.bgErr == nil {
+		d.mu.bgErr = err
+	}
+	if err == nil {
+		d.stats.compactions.Add(1)
+		d.stats.compactionMicros.Add(uint64(time.Since(start).Microseconds()))
+		d.stats.level[c.pick.OutputLevel].compactions.Add(1)
+	}
+	d.mu.cond.Broadcast()
+	return err
+}
+
+// compactLocked performs c and installs its result. d.mu must be held.
+func (d *DB) compactLocked(c *compaction) error {
+	p := c.pick
+	ve := &version.Edit{}
+	for i, files := range p.Inputs {
+		level := p.StartLevel
+		if i == 1 {
+			level = p.OutputLevel
+		}
+		for _, f := range files {
+			ve.DeletedFiles = append(ve.DeletedFiles, version.DeletedFileEntry{Level: level, FileNum: f.FileNum})
+		}
+	}
+	var outs []*version.FileMetadata
+	switch c.kind {
+	case compactionMove:
+		f := p.Inputs[0][0]
+		outs = []*version.FileMetadata{f}
+		d.stats.level[p.OutputLevel].bytesMoved.Add(f.Size)
+	case compactionMerge:
+		snaps := d.mu.snapshots.seqs()
+		d.mu.Unlock()
+		var err error
+		outs, err = d.runCompaction(c, snaps)
+		d.mu.Lock()
+		if err != nil {
+			d.discardOutputsLocked(outs)
+			return err
+		}
+	}
+	for _, f := range outs {
+		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: p.OutputLevel, Meta: f})
+	}
+	if err := d.mu.versions.LogAndApply(ve); err != nil {
+		// The edit may have reached the MANIFEST: keep the outputs.
+		return errors.Wrap(err, "strata: recording compaction in MANIFEST")
+	}
+	if c.kind != compactionMove {
+		for _, files := range p.Inputs {
+			for _, f := range files {
+				d.mu.obsoleteTables = append(d.mu.obsoleteTables, f.FileNum)
+			}
+		}
+	}
+	for _, f := range outs {
+		delete(d.mu.pendingOutputs, f.FileNum)
+	}
+	d.updateReadStateLocked()
+	d.deleteObsoleteFilesLocked()
+	return nil
+}
+
+// discardOutputsLocked deletes the finished outputs of a failed compaction.
+// d.mu must be held.
+func (d *DB) discardOutputsLocked(outs []*version.FileMetadata) {
+	for _, f := range outs {
+		delete(d.mu.pendingOutputs, f.FileNum)
+		d.removeFile(base.FileKindTable, f.FileNum)
+	}
+}
+
+// CompactRange flushes the memtable, then compacts every level holding keys
+// in [start, end] (nil = unbounded) into the next, down to the deepest
+// level holding such keys, as RocksDB's CompactRange does; with FIFO it
+// flushes and applies the size limit. It works with automatic compactions
+// disabled, and waits for running ones first.
 func (d *DB) CompactRange(start, end []byte) error {
 	if err := d.checkOpen(); err != nil {
 		return err
@@ -26,5 +330,89 @@ func (d *DB) CompactRange(start, end []byte) error {
 	if start != nil && end != nil && base.CompareUser(start, end) > 0 {
 		return errors.Wrapf(ErrInvalidArgument, "strata: CompactRange start %q > end %q", start, end)
 	}
-	return d.Flush()
+	if err := d.Flush(); err != nil {
+		return err
+	}
+	d.comp.manualMu.Lock()
+	defer d.comp.manualMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.manualCompactions++
+	defer func() {
+		d.mu.manualCompactions--
+		d.maybeScheduleCompactionLocked()
+	}()
+	for d.mu.compacting > 0 {
+		if d.mu.closing {
+			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
+		}
+		d.mu.cond.Wait()
+	}
+	if d.opts.CompactionStyle == FIFOCompaction {
+		return d.manualFIFOLocked()
+	}
+	deepest := d.mu.versions.Current().DeepestOverlapping(start, end)
+	for level := 0; level < max(deepest, 1); level++ {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		v := d.mu.versions.Current()
+		p := v.PickRange(level, level+1, start, end)
+		if p == nil {
+			continue
+		}
+		c := d.newCompaction(v, p, true)
+		d.startCompactionLocked(c)
+		if err := d.runCompactionLocked(c); err != nil {
+			return err
+		}
+	}
+	return d.mu.bgErr
+}
+
+// manualFIFOLocked applies FIFO's size limit now. d.mu must be held.
+func (d *DB) manualFIFOLocked() error {
+	for d.mu.bgErr == nil {
+		c := d.pickFIFOLocked(d.mu.versions.Current(), false)
+		if c == nil {
+			break
+		}
+		d.startCompactionLocked(c)
+		if err := d.runCompactionLocked(c); err != nil {
+			return err
+		}
+	}
+	return d.mu.bgErr
+}
+
+// writeStall is what the write path must do about compaction debt.
+type writeStall int
+
+const (
+	stallNone     writeStall = iota
+	stallSlowdown            // delay each write a little
+	stallStop                // wait for compaction before rotating the memtable
+)
+
+// writeStallLocked applies RocksDB's stall rules for leveled compaction:
+// L0 file count against the slowdown and stop triggers, and the estimated
+// pending compaction bytes against the soft and hard limits. FIFO never
+// stalls on them, and neither does a DB whose automatic compactions are
+// disabled (nothing would end the stall). d.mu must be held.
+func (d *DB) writeStallLocked() writeStall {
+	if d.opts.CompactionStyle != LevelCompaction || d.disableAutoCompactions.Load() {
+		return stallNone
+	}
+	l0 := d.l0CountLocked()
+	if l0 >= d.l0Stop() {
+		return stallStop
+	}
+	pending := d.pendingCompactionBytesLocked()
+	if pending >= uint64(d.opts.HardPendingCompactionBytesLimit) {
+		return stallStop
+	}
+	if l0 >= d.l0Slowdown() || pending >= uint64(d.opts.SoftPendingCompactionBytesLimit) {
+		return stallSlowdown
+	}
+	return stallNone
 }

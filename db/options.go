@@ -103,6 +103,12 @@ type Options struct {
 	MaxBytesForLevelMultiplier int
 	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default: 2.
 	MaxBackgroundJobs int
+	// SoftPendingCompactionBytesLimit slows writes down once the estimated
+	// bytes compaction is behind by reach it. Default: 64 GiB.
+	SoftPendingCompactionBytesLimit int64
+	// HardPendingCompactionBytesLimit stops writes (they wait) once the
+	// estimated pending compaction bytes reach it. Default: 256 GiB.
+	HardPendingCompactionBytesLimit int64
 	// FS is the file system. Default: the operating system's.
 	FS FS
 }
@@ -122,6 +128,8 @@ const (
 	defaultMaxBytesForBase      = 256 << 20
 	defaultLevelMultiplier      = 10
 	defaultMaxBackgroundJobs    = 2
+	defaultSoftPendingBytes     = 64 << 30
+	defaultHardPendingBytes     = 256 << 30
 )
 
 // withDefaults returns a copy of o (nil meaning all defaults) with every zero
@@ -144,6 +152,8 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxBytesForLevelBase, defaultMaxBytesForBase)
 	setDefault(&r.MaxBytesForLevelMultiplier, defaultLevelMultiplier)
 	setDefault(&r.MaxBackgroundJobs, defaultMaxBackgroundJobs)
+	setDefault(&r.SoftPendingCompactionBytesLimit, defaultSoftPendingBytes)
+	setDefault(&r.HardPendingCompactionBytesLimit, defaultHardPendingBytes)
 	if r.FS == nil {
 		r.FS = vfs.Default
 	}
@@ -217,6 +227,8 @@ func (o *Options) validate() error {
 		return bad("MaxBytesForLevelBase", o.MaxBytesForLevelBase, "must not be negative")
 	case o.MaxBytesForLevelMultiplier < 0:
 		return bad("MaxBytesForLevelMultiplier", o.MaxBytesForLevelMultiplier, "must not be negative")
+	case o.SoftPendingCompactionBytesLimit < 0 || o.HardPendingCompactionBytesLimit < 0:
+		return bad("PendingCompactionBytesLimit", o.SoftPendingCompactionBytesLimit, "must not be negative")
 	case o.MaxBackgroundJobs < 0:
 		return bad("MaxBackgroundJobs", o.MaxBackgroundJobs, "must not be negative")
 	}

@@ -107,6 +107,12 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 	for level := 1; level < version.NumLevels; level++ {
 		files := v.Levels[level]
 		i := v.FindFile(level, key)
+		if i < len(files) && version.IsSentinel(files[i].Largest) &&
+			base.CompareUser(files[i].Largest.UserKey, key) == 0 {
+			// An exclusive bound (a clipped range tombstone): key, if
+			// anywhere in the level, is in the next file.
+			i++
+		}
 		if i >= len(files) || !containsUserKey(files[i], key) {
 			continue
 		}

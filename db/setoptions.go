@@ -35,11 +35,10 @@ var mutableOptions = []mutableOption{
 		}
 		return func() {
 			d.disableAutoCompactions.Store(b)
-			if !b {
-				d.mu.Lock()
-				d.maybeScheduleCompactionLocked()
-				d.mu.Unlock()
-			}
+			d.mu.Lock()
+			d.maybeScheduleCompactionLocked()
+			d.mu.cond.Broadcast() // stalled writers re-check the stall rules
+			d.mu.Unlock()
 		}, nil
 	}},
 	compactionIntOption("level0_file_num_compaction_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Trigger }),

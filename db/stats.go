@@ -23,5 +23,8 @@ type dbStats struct {
 // levelStats are per-level compaction counters.
 type levelStats struct {
 	bytesRead, bytesWritten, bytesMoved atomic.Uint64
-	compactions                         atomic.Uint64
+	// bytesReadStart is the part of bytesRead read from the level above
+	// (RocksDB's Rn), the denominator of the level's write amplification.
+	bytesReadStart atomic.Uint64
+	compactions    atomic.Uint64
 }

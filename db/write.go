@@ -308,10 +308,9 @@ func (d *DB) makeRoomForWriteLocked(b *batch.Batch) error {
 		if d.mu.closing {
 			return errors.Wrap(ErrClosed, "strata: database is closed")
 		}
-		l0 := d.l0CountLocked()
+		stall := d.writeStallLocked()
 		switch {
-		case !slowed && d.opts.CompactionStyle == LevelCompaction &&
-			l0 >= d.opts.Level0SlowdownWritesTrigger && l0 < d.opts.Level0StopWritesTrigger:
+		case !slowed && stall == stallSlowdown:
 			// Delay this write by a millisecond, once, to let compaction
 			// catch up without stopping writes.
 			slowed = true
@@ -326,7 +325,7 @@ func (d *DB) makeRoomForWriteLocked(b *batch.Batch) error {
 			// Every memtable is full: wait for a flush.
 			d.stallLocked()
 			continue
-		case d.opts.CompactionStyle == LevelCompaction && l0 >= d.opts.Level0StopWritesTrigger:
+		case stall == stallStop:
 			d.stallLocked()
 			continue
 		}

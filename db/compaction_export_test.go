@@ -1,0 +1,21 @@
+package db
+
+// Test-only access to compaction internals, for the db_test package.
+
+// WaitForCompactions waits until no flush or compaction runs and none is
+// due (or a background error is set), and returns the background error.
+func WaitForCompactions(d *DB) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		d.maybeScheduleFlushLocked()
+		d.maybeScheduleCompactionLocked()
+		if !d.mu.flushing && len(d.mu.imm) == 0 && d.mu.compacting == 0 {
+			return nil
+		}
+		d.mu.cond.Wait()
+	}
+}

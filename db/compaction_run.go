@@ -1,0 +1,339 @@
+package db
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/rangedel"
+	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/table"
+	"github.com/stratadb/strata/version"
+)
+
+// Garbage collection during a merge. Live snapshots s1 < s2 < … < sk
+// (exclusive read sequence numbers) cut the sequence space into stripes:
+// stripe j holds the versions seen first by snapshot j (seq < s_j and
+// seq >= s_{j-1}); stripe k holds those newer than every snapshot. Every
+// reader sees either all of a stripe's versions of a key or none, so:
+//
+//   - of the versions of one user key in one stripe only the newest is
+//     kept;
+//   - a point version covered by a range tombstone of the same stripe is
+//     dropped;
+//   - at the bottommost level, a point deletion or a range tombstone in the
+//     oldest stripe is dropped (what it hides is dropped with it, and
+//     nothing lies below).
+
+// stripeOf returns the index of the stripe of seq among snaps (ascending).
+func stripeOf(seq base.SeqNum, snaps []base.SeqNum) int {
+	i := 0
+	for i < len(snaps) && seq >= snaps[i] {
+		i++
+	}
+	return i
+}
+
+// runCompaction merges c's inputs into new tables and returns their
+// metadata. On error it returns the outputs already finished, for the
+// caller to delete. d.mu must not be held.
+func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileMetadata, error) {
+	it, tombs, inBytes, err := d.compactionInputs(c)
+	if err != nil {
+		return nil, err
+	}
+	out := &compactionOutputs{d: d, c: c}
+	// One fragment set per stripe: sets[j] holds the tombstones visible
+	// to snapshot j (the last: every tombstone).
+	sets := make([]rangedel.Set, len(snaps)+1)
+	for j, s := range snaps {
+		sets[j] = rangedel.Build(tombs, s)
+	}
+	sets[len(snaps)] = rangedel.Build(tombs, base.MaxSeqNum)
+	for _, t := range tombs {
+		if c.bottommost && stripeOf(t.Seq, snaps) == 0 {
+			continue
+		}
+		out.tombs = append(out.tombs, t)
+	}
+	err = d.mergeInto(out, it, sets, snaps)
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = out.finishLast()
+	}
+	if err != nil {
+		out.abandon()
+		return out.metas, err
+	}
+	p := c.pick
+	var wrote uint64
+	for _, m := range out.metas {
+		wrote += m.Size
+	}
+	ls := &d.stats.level[p.OutputLevel]
+	ls.bytesRead.Add(inBytes)
+	ls.bytesWritten.Add(wrote)
+	for _, f := range p.Inputs[0] {
+		ls.bytesReadStart.Add(f.Size)
+	}
+	return out.metas, nil
+}
+
+// mergeInto walks the merged inputs, drops what no reader can see and
+// writes the rest to out.
+func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
+	var cur []byte
+	started := false
+	lastStripe := -1
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		uk, seq := k.UserKey, k.SeqNum()
+		newKey := !started || !bytes.Equal(uk, cur)
+		if newKey {
+			cur = append(cur[:0], uk...)
+			started = true
+			lastStripe = -1
+		}
+		stripe := stripeOf(seq, snaps)
+		if stripe == lastStripe {
+			continue // shadowed by a newer version of the same stripe
+		}
+		lastStripe = stripe
+		if sets[stripe].MaxCovering(uk) > seq {
+			continue // deleted by a range tombstone of the same stripe
+		}
+		kind := k.Kind()
+		if (kind == base.KindDelete || kind == base.KindSingleDelete) && out.c.bottommost && stripe == 0 {
+			continue
+		}
+		if err := out.add(k, it.Value(), newKey); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// compactionInputs opens the merged iterator over c's inputs and gathers
+// their range tombstones and total size.
+func (d *DB) compactionInputs(c *compaction) (iterator.Iterator, []base.Tombstone, uint64, error) {
+	var tombs []base.Tombstone
+	var size uint64
+	for _, files := range c.pick.Inputs {
+		for _, f := range files {
+			size += f.Size
+			e, err := d.tables.acquire(f.FileNum)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			tombs = append(tombs, e.reader.Tombstones()...)
+			d.tables.release(e)
+		}
+	}
+	var iters []iterator.Iterator
+	for i, files := range c.pick.Inputs {
+		level := c.pick.StartLevel
+		if i == 1 {
+			level = c.pick.OutputLevel
+		}
+		if level == 0 {
+			for _, f := range files {
+				iters = append(iters, d.compactionLevelIter([]*version.FileMetadata{f}))
+			}
+		} else if len(files) > 0 {
+			iters = append(iters, d.compactionLevelIter(files))
+		}
+	}
+	return iterator.NewMerging(iters...), tombs, size, nil
+}
+
+// compactionLevelIter iterates sorted, non-overlapping files in order.
+func (d *DB) compactionLevelIter(files []*version.FileMetadata) iterator.Iterator {
+	bounds := make([]iterator.FileBounds, len(files))
+	for i, f := range files {
+		bounds[i] = iterator.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
+	}
+	return iterator.NewLevel(bounds, func(i int) (iterator.Iterator, error) {
+		e, err := d.tables.acquire(files[i].FileNum)
+		if err != nil {
+			return nil, err
+		}
+		return &tableIter{Iter: e.reader.NewIter(), e: e, tc: d.tables}, nil
+	})
+}
+
+// compactionOutputs writes the output tables of one compaction.
+//
+// Invariants: outputs never split the versions of one user key; output i
+// holds the kept tombstones clipped to [lower_i, lower_{i+1}), where lower
+// is nil (unbounded) for the first output and each later lower is the first
+// user key of that output, so adjacent outputs do not overlap (a clipped
+// tombstone makes an output's largest key a sentinel, an exclusive bound).
+type compactionOutputs struct {
+	d     *DB
+	c     *compaction
+	tombs []base.Tombstone // tombstones kept, unclipped
+
+	metas   []*version.FileMetadata
+	w       *table.Writer
+	f       vfs.File
+	fileNum uint64
+	name    string
+	lower   []byte
+	// grandparent split state (LevelDB's ShouldStopBefore).
+	gpIndex   int
+	gpOverlap uint64
+	seenKey   bool
+}
+
+// add writes one kept entry; newKey says the user key differs from the
+// previous entry's, so a split may happen before it.
+func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) error {
+	if newKey && o.w != nil && o.shouldSplit(k.UserKey) {
+		if err := o.finish(k.UserKey); err != nil {
+			return err
+		}
+		o.lower = append([]byte(nil), k.UserKey...)
+	} else if newKey && o.c.pick.OutputLevel > 0 {
+		o.advanceGrandparents(k.UserKey)
+	}
+	if o.w == nil {
+		if err := o.open(); err != nil {
+			return err
+		}
+	}
+	if err := o.w.Add(k, value); err != nil {
+		return errors.Wrapf(err, "strata: writing table %s", o.name)
+	}
+	return nil
+}
+
+// advanceGrandparents accounts the grandparent files wholly before ukey.
+func (o *compactionOutputs) advanceGrandparents(ukey []byte) {
+	gp := o.c.pick.Grandparents
+	for o.gpIndex < len(gp) && bytes.Compare(ukey, gp[o.gpIndex].Largest.UserKey) > 0 {
+		if o.seenKey {
+			o.gpOverlap += gp[o.gpIndex].Size
+		}
+		o.gpIndex++
+	}
+	o.seenKey = true
+}
+
+// shouldSplit reports whether the current output ends before ukey: it
+// reached the target size, or it overlaps too much of the grandparent level.
+func (o *compactionOutputs) shouldSplit(ukey []byte) bool {
+	if o.c.pick.OutputLevel == 0 {
+		return false
+	}
+	o.advanceGrandparents(ukey)
+	if o.w.EstimatedSize() >= o.c.targetSize {
+		o.gpOverlap = 0
+		return true
+	}
+	if o.gpOverlap > o.c.maxOverlap {
+		o.gpOverlap = 0
+		return true
+	}
+	return false
+}
+
+// open starts a new output table.
+func (o *compactionOutputs) open() error {
+	d := o.d
+	d.mu.Lock()
+	if d.mu.closing {
+		d.mu.Unlock()
+		return errCompactionAborted
+	}
+	o.fileNum = d.mu.versions.NextFileNum()
+	d.mu.pendingOutputs[o.fileNum] = struct{}{}
+	d.mu.Unlock()
+	o.name = d.path(base.MakeFilename(base.FileKindTable, o.fileNum))
+	f, err := d.fs.Create(o.name)
+	if err != nil {
+		o.dropPending()
+		return errors.Wrapf(err, "strata: creating table %s", o.name)
+	}
+	o.f = f
+	o.w = table.NewWriter(f, d.tableWriterOptions(o.fileNum))
+	return nil
+}
+
+// finish completes the current output with its share of the tombstones,
+// [o.lower, upper) (nil upper = unbounded).
+func (o *compactionOutputs) finish(upper []byte) error {
+	for _, t := range o.tombs {
+		s, e := t.Start, t.End
+		if o.lower != nil && bytes.Compare(s, o.lower) < 0 {
+			s = o.lower
+		}
+		if upper != nil && bytes.Compare(e, upper) > 0 {
+			e = upper
+		}
+		if bytes.Compare(s, e) >= 0 {
+			continue
+		}
+		if err := o.w.AddTombstone(base.Tombstone{Start: s, End: e, Seq: t.Seq}); err != nil {
+			return errors.Wrapf(err, "strata: writing table %s", o.name)
+		}
+	}
+	wm, err := o.w.Finish()
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	o.f, o.w = nil, nil
+	if err == nil {
+		err = o.d.syncDir()
+	}
+	if err != nil {
+		o.d.fs.Remove(o.name)
+		o.dropPending()
+		return errors.Wrapf(err, "strata: finishing table %s", o.name)
+	}
+	now := time.Now().Unix()
+	o.metas = append(o.metas, &version.FileMetadata{
+		FileNum: o.fileNum, Size: wm.Size,
+		Smallest: wm.Smallest.Clone(), Largest: wm.Largest.Clone(),
+		SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
+		CreationTime: now, OldestAncesterTime: now,
+	})
+	return nil
+}
+
+// finishLast completes the last output; with no point keys at all but some
+// tombstones kept, it writes them to a table of their own.
+func (o *compactionOutputs) finishLast() error {
+	if o.w == nil && len(o.metas) == 0 && len(o.tombs) > 0 {
+		if err := o.open(); err != nil {
+			return err
+		}
+	}
+	if o.w == nil {
+		return nil
+	}
+	return o.finish(nil)
+}
+
+// abandon deletes an unfinished output.
+func (o *compactionOutputs) abandon() {
+	if o.f == nil {
+		return
+	}
+	o.f.Close()
+	o.d.fs.Remove(o.name)
+	o.f, o.w = nil, nil
+	o.dropPending()
+}
+
+func (o *compactionOutputs) dropPending() {
+	o.d.mu.Lock()
+	delete(o.d.mu.pendingOutputs, o.fileNum)
+	o.d.mu.Unlock()
+}

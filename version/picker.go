@@ -1,0 +1,324 @@
+package version
+
+import (
+	"bytes"
+)
+
+// PickerOptions are the knobs of leveled compaction picking. The db fills
+// them from its (mutable) options for each pick.
+type PickerOptions struct {
+	// L0Trigger is the number of L0 files at which L0 scores 1.
+	L0Trigger int
+	// BaseBytes is the target size of L1.
+	BaseBytes uint64
+	// Multiplier scales each level's target from the one above.
+	Multiplier float64
+	// MaxGrandparentOverlap bounds the bytes of the level below the output
+	// that one output file (or a trivially moved file) may overlap.
+	MaxGrandparentOverlap uint64
+}
+
+// Pick is a compaction chosen by a picker: the files of StartLevel
+// (Inputs[0]) and of OutputLevel (Inputs[1]) to merge, the files of the
+// level below the output that bound output files (Grandparents), and the
+// user-key range [Smallest, Largest] of all inputs.
+//
+// Invariant: every input file had Compacting unset when picked; the caller
+// sets it (under its mutex) before releasing that mutex.
+type Pick struct {
+	StartLevel, OutputLevel int
+	Inputs                  [2][]*FileMetadata
+	Grandparents            []*FileMetadata
+	Smallest, Largest       []byte
+	Score                   float64
+}
+
+// Busy reports whether an in-flight compaction writes into level over a
+// range that intersects [smallest, largest]: a new compaction into the same
+// level must not produce files overlapping that one's outputs.
+type Busy func(level int, smallest, largest []byte) bool
+
+// LevelTarget returns the target size of level n >= 1.
+func LevelTarget(n int, o PickerOptions) uint64 {
+	t := float64(o.BaseBytes)
+	for i := 1; i < n; i++ {
+		t *= o.Multiplier
+	}
+	return uint64(t)
+}
+
+// Scores returns each level's compaction score: for L0 the number of files
+// not being compacted over L0Trigger, for Ln the size of its files not
+// being compacted over the level's target. The last level never scores.
+func (v *Version) Scores(o PickerOptions) [NumLevels]float64 {
+	var s [NumLevels]float64
+	n := 0
+	for _, f := range v.Levels[0] {
+		if !f.Compacting {
+			n++
+		}
+	}
+	if o.L0Trigger > 0 {
+		s[0] = float64(n) / float64(o.L0Trigger)
+	}
+	for level := 1; level < NumLevels-1; level++ {
+		var size uint64
+		for _, f := range v.Levels[level] {
+			if !f.Compacting {
+				size += f.Size
+			}
+		}
+		s[level] = float64(size) / float64(max(LevelTarget(level, o), 1))
+	}
+	return s
+}
+
+// PendingCompactionBytes estimates the bytes compaction must rewrite to bring
+// every level under its target, as RocksDB's
+// estimated-pending-compaction-bytes does: L0's size once it reaches the
+// trigger, then each level's excess over its target times the fan-out into
+// the level below, the excess carried down.
+func (v *Version) PendingCompactionBytes(o PickerOptions) uint64 {
+	var pending, carry float64
+	if len(v.Levels[0]) >= o.L0Trigger {
+		carry = float64(v.LevelSize(0))
+		pending += carry
+	}
+	for level := 1; level < NumLevels-1; level++ {
+		own := float64(v.LevelSize(level))
+		size := own + carry
+		target := float64(LevelTarget(level, o))
+		if size <= target {
+			carry = 0
+			continue
+		}
+		excess := size - target
+		ratio := 0.0
+		if own > 0 {
+			ratio = float64(v.LevelSize(level+1)) / own
+		}
+		pending += excess * (ratio + 1)
+		carry = excess
+	}
+	return uint64(pending)
+}
+
+// PickLeveled chooses the leveled compaction of highest score >= 1 whose
+// inputs are free, or nil. cursor[n] is the largest user key of the last
+// file picked from level n (round robin, as LevelDB's compact pointer).
+func (v *Version) PickLeveled(o PickerOptions, busy Busy, cursor *[NumLevels][]byte) *Pick {
+	scores := v.Scores(o)
+	tried := [NumLevels]bool{}
+	for {
+		best := -1
+		for level := 0; level < NumLevels-1; level++ {
+			if !tried[level] && scores[level] >= 1 && (best < 0 || scores[level] > scores[best]) {
+				best = level
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		tried[best] = true
+		var p *Pick
+		if best == 0 {
+			p = v.pickL0(busy)
+		} else {
+			p = v.pickLevel(best, busy, cursor[best])
+		}
+		if p != nil {
+			p.Score = scores[best]
+			p.Grandparents = v.OverlapsRange(p.OutputLevel+1, p.Smallest, p.Largest)
+			return p
+		}
+	}
+}
+
+// pickL0 takes every L0 file, so that no older L0 version of a key stays
+// above a newer one moved to L1, and the L1 files they overlap.
+func (v *Version) pickL0(busy Busy) *Pick {
+	files := v.Levels[0]
+	if len(files) == 0 || anyCompacting(files) {
+		return nil
+	}
+	return v.expand(0, 1, append([]*FileMetadata(nil), files...), busy)
+}
+
+// pickLevel takes the first free file of level after cursor (wrapping).
+func (v *Version) pickLevel(level int, busy Busy, cursor []byte) *Pick {
+	files := v.Levels[level]
+	start := 0
+	if cursor != nil {
+		for start < len(files) && bytes.Compare(files[start].Smallest.UserKey, cursor) <= 0 {
+			start++
+		}
+	}
+	for k := 0; k < len(files); k++ {
+		f := files[(start+k)%len(files)]
+		if f.Compacting {
+			continue
+		}
+		if p := v.expand(level, level+1, []*FileMetadata{f}, busy); p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// expand completes a pick from its start-level inputs: it adds the
+// overlapping files of the output level and checks that none of them is
+// compacting and that no in-flight compaction writes into the range.
+func (v *Version) expand(level, out int, inputs []*FileMetadata, busy Busy) *Pick {
+	smallest, largest := userRange(inputs)
+	next := v.OverlapsRange(out, smallest, largest)
+	if anyCompacting(next) {
+		return nil
+	}
+	if len(next) > 0 {
+		s2, l2 := userRange(next)
+		if bytes.Compare(s2, smallest) < 0 {
+			smallest = s2
+		}
+		if bytes.Compare(l2, largest) > 0 {
+			largest = l2
+		}
+	}
+	if busy != nil && busy(out, smallest, largest) {
+		return nil
+	}
+	return &Pick{StartLevel: level, OutputLevel: out, Inputs: [2][]*FileMetadata{inputs, next},
+		Smallest: smallest, Largest: largest}
+}
+
+// PickRange chooses the manual compaction of level into out over the user
+// key range [start, end] (nil = unbounded): for L0 every file, else the
+// files of level overlapping the range. It returns nil when the level has
+// no such file or one of them is compacting.
+func (v *Version) PickRange(level, out int, start, end []byte) *Pick {
+	var inputs []*FileMetadata
+	if level == 0 {
+		if len(v.OverlapsRange(0, start, end)) == 0 {
+			return nil
+		}
+		inputs = append(inputs, v.Levels[0]...)
+	} else {
+		inputs = v.OverlapsRange(level, start, end)
+	}
+	if len(inputs) == 0 || anyCompacting(inputs) {
+		return nil
+	}
+	p := v.expand(level, out, inputs, nil)
+	if p != nil {
+		p.Grandparents = v.OverlapsRange(out+1, p.Smallest, p.Largest)
+	}
+	return p
+}
+
+// OverlapsRange is Overlaps with nil meaning unbounded on either side. The
+// result is a new slice.
+func (v *Version) OverlapsRange(level int, start, end []byte) []*FileMetadata {
+	if level >= NumLevels {
+		return nil
+	}
+	var out []*FileMetadata
+	for _, f := range v.Levels[level] {
+		if (start == nil || bytes.Compare(f.Largest.UserKey, start) >= 0) &&
+			(end == nil || bytes.Compare(f.Smallest.UserKey, end) <= 0) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// BelowOverlaps reports whether any level below out holds a file
+// intersecting [smallest, largest]; when none does, out is the bottommost
+// level for that range.
+func (v *Version) BelowOverlaps(out int, smallest, largest []byte) bool {
+	for level := out + 1; level < NumLevels; level++ {
+		if len(v.OverlapsRange(level, smallest, largest)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DeepestOverlapping returns the deepest level holding a file that
+// intersects [start, end] (nil = unbounded), or -1.
+func (v *Version) DeepestOverlapping(start, end []byte) int {
+	for level := NumLevels - 1; level >= 0; level-- {
+		if len(v.OverlapsRange(level, start, end)) > 0 {
+			return level
+		}
+	}
+	return -1
+}
+
+// TotalSize returns the size of all the files of v.
+func (v *Version) TotalSize() uint64 {
+	var n uint64
+	for level := range v.Levels {
+		n += v.LevelSize(level)
+	}
+	return n
+}
+
+// PickFIFODeletions returns the oldest L0 files to delete so that the total
+// size of the files falls to limit or below, never the newest file and
+// never a file being compacted; nil when nothing needs deleting.
+func (v *Version) PickFIFODeletions(limit uint64) []*FileMetadata {
+	total := v.TotalSize()
+	files := v.Levels[0] // newest first
+	var out []*FileMetadata
+	for i := len(files) - 1; i > 0 && total > limit; i-- {
+		if files[i].Compacting {
+			break
+		}
+		out = append(out, files[i])
+		total -= files[i].Size
+	}
+	return out
+}
+
+// PickFIFOIntraL0 returns at least minFiles consecutive L0 files, newest
+// first from the newest free one, each at most maxFileSize, to merge into
+// one L0 file (FIFO's allow_compaction); nil when there are too few.
+// Consecutive files keep L0's newest-first order intact.
+func (v *Version) PickFIFOIntraL0(minFiles int, maxFileSize uint64) *Pick {
+	files := v.Levels[0]
+	i := 0
+	for i < len(files) && files[i].Compacting {
+		i++
+	}
+	j := i
+	for j < len(files) && !files[j].Compacting && files[j].Size <= maxFileSize {
+		j++
+	}
+	if j-i < max(minFiles, 2) {
+		return nil
+	}
+	inputs := append([]*FileMetadata(nil), files[i:j]...)
+	smallest, largest := userRange(inputs)
+	return &Pick{Inputs: [2][]*FileMetadata{inputs, nil}, Smallest: smallest, Largest: largest}
+}
+
+func anyCompacting(files []*FileMetadata) bool {
+	for _, f := range files {
+		if f.Compacting {
+			return true
+		}
+	}
+	return false
+}
+
+// userRange returns the smallest and largest user keys of files.
+func userRange(files []*FileMetadata) (smallest, largest []byte) {
+	for i, f := range files {
+		if i == 0 || bytes.Compare(f.Smallest.UserKey, smallest) < 0 {
+			smallest = f.Smallest.UserKey
+		}
+		if i == 0 || bytes.Compare(f.Largest.UserKey, largest) > 0 {
+			largest = f.Largest.UserKey
+		}
+	}
+	return smallest, largest
+}
