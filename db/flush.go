@@ -16,7 +16,15 @@ func (d *DB) newMemTable(logNum uint64, need int) *memTable {
 	if need > size {
 		size = need
 	}
-	return &memTable{MemTable: memtable.New(size), logNum: logNum, size: size}
+	mt := memtable.New(size)
+	if used := mt.ApproximateMemoryUsage(); need > 0 && used+need > size {
+		// The empty memtable's sentinels use arena bytes too: without room
+		// for need after them, fits(need) never holds and the writer
+		// rotates empty memtables forever.
+		size = used + need
+		mt = memtable.New(size)
+	}
+	return &memTable{MemTable: mt, logNum: logNum, size: size}
 }
 
 // rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL

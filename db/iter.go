@@ -7,7 +7,6 @@ import (
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/rangedel"
 	"github.com/stratadb/strata/iterator"
-	"github.com/stratadb/strata/version"
 )
 
 type direction int8
@@ -83,7 +82,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		it.lower = nil
 	}
 	if ro.UpperBound != nil {
-		it.upper = append([]byte(nil), ro.UpperBound...)
+		// Non-nil even when empty: an empty UpperBound is a bound before every key.
+		it.upper = append([]byte{}, ro.UpperBound...)
 	}
 	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
 	it.h = d.extractor.Load()
@@ -100,7 +100,12 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 // build assembles the merging iterator and the tombstone fragments.
 func (it *Iterator) build() error {
 	rs := it.rs
-	var children []iterator.Iterator
+	v := rs.version
+	// Sized once: every L0 file is a level of its own, and a seek with
+	// many L0 files must not pay for growing these.
+	n := len(rs.mems) + len(v.Levels[0]) + len(v.Levels)
+	children := make([]iterator.Iterator, 0, n)
+	it.levels = make([]*iterator.Level, 0, n)
 	var tombs []base.Tombstone
 	for _, m := range rs.mems {
 		children = append(children, m.NewIter())
@@ -114,9 +119,10 @@ func (it *Iterator) build() error {
 	}
 	tombs = append(tombs, tt...)
 	it.tombs = rangedel.Build(tombs, it.snap)
-	v := rs.version
-	for _, f := range v.Levels[0] {
-		l := it.d.newLevelIter(it, []*version.FileMetadata{f})
+	l0 := v.Levels[0]
+	l0Bounds := make([]iterator.FileBounds, len(l0))
+	for i := range l0 {
+		l := it.d.newLevelIter(it, l0[i:i+1], l0Bounds[i:i+1:i+1])
 		it.levels = append(it.levels, l)
 		children = append(children, l)
 	}
@@ -124,7 +130,7 @@ func (it *Iterator) build() error {
 		if len(v.Levels[level]) == 0 {
 			continue
 		}
-		l := it.d.newLevelIter(it, v.Levels[level])
+		l := it.d.newLevelIter(it, v.Levels[level], nil)
 		it.levels = append(it.levels, l)
 		children = append(children, l)
 	}
@@ -302,6 +308,11 @@ func (it *Iterator) SeekForPrev(key []byte) {
 		return
 	}
 	it.setPrefix(key)
+	if !it.hasPrefix {
+		// The auto prefix mode holds only forward from a Seek: backward,
+		// keys of other prefixes are read too.
+		it.filterPrefix = nil
+	}
 	it.resetFilteredChildren()
 	it.dir = reverse
 	if it.upper != nil && bytes.Compare(key, it.upper) >= 0 {
@@ -346,6 +357,13 @@ func (it *Iterator) Prev() {
 	if it.dir == forward {
 		// Step back to the last entry before the current key.
 		it.savedKey = append(it.savedKey[:0], it.iter.Key().UserKey...)
+		if it.filterPrefix != nil && !it.hasPrefix {
+			// Files skipped by the auto prefix mode's filter may hold
+			// keys before the Seek key: reposition without the filter.
+			it.filterPrefix = nil
+			it.resetFilteredChildren()
+			it.iter.SeekGE(it.savedKey)
+		}
 		for {
 			it.iterValid = it.iter.Prev()
 			if !it.iterValid || bytes.Compare(it.iter.Key().UserKey, it.savedKey) < 0 {

@@ -22,7 +22,7 @@ import (
 // STRATA_LONG=1 runs more and longer runs.
 func TestModelRandomized(t *testing.T) {
 	base := testutil.Seed(t)
-	runs, steps := 10, 400
+	runs, steps := 20, 400
 	if testutil.Long() {
 		runs, steps = 100, 3000
 	}
@@ -277,4 +277,181 @@ func (r *modelRun) reopen() {
 	d, err := db.Open(r.dir, &r.opts)
 	require.NoError(r.t, err)
 	r.d = d
+}
+
+// view picks the latest state or a live snapshot to read at.
+func (r *modelRun) view() (*db.ReadOptions, *testutil.Model, string) {
+	if len(r.snaps) == 0 || r.rng.Intn(2) == 0 {
+		return &db.ReadOptions{}, r.model, "latest"
+	}
+	i := r.rng.Intn(len(r.snaps))
+	return &db.ReadOptions{Snapshot: r.snaps[i].s}, r.snaps[i].m, fmt.Sprintf("snapshot %d", i)
+}
+
+// check runs one random read at a random view.
+func (r *modelRun) check() {
+	ro, m, name := r.view()
+	switch r.rng.Intn(3) {
+	case 0:
+		for i := 0; i < 5; i++ {
+			r.checkGet(ro, m, name, r.key())
+		}
+	case 1:
+		r.checkMultiGet(ro, m, name)
+	default:
+		r.checkIter(ro, m, name, 30)
+	}
+}
+
+// checkAll compares every key and full scans, at the latest state and at
+// every snapshot.
+func (r *modelRun) checkAll() {
+	views := []modelSnap{{nil, r.model}}
+	views = append(views, r.snaps...)
+	for i, v := range views {
+		ro := &db.ReadOptions{Snapshot: v.s}
+		name := fmt.Sprintf("view %d", i)
+		for _, k := range r.keys {
+			r.checkGet(ro, v.m, name, k)
+		}
+		r.checkScan(ro, v.m, name)
+	}
+}
+
+func (r *modelRun) checkGet(ro *db.ReadOptions, m *testutil.Model, name string, k []byte) {
+	got, err := r.d.Get(k, ro)
+	want, ok := m.Get(k)
+	if !ok {
+		require.ErrorIs(r.t, err, db.ErrNotFound, "Get(%q) at %s", k, name)
+		return
+	}
+	require.NoError(r.t, err, "Get(%q) at %s", k, name)
+	require.Equal(r.t, want, got, "Get(%q) at %s", k, name)
+}
+
+func (r *modelRun) checkMultiGet(ro *db.ReadOptions, m *testutil.Model, name string) {
+	keys := make([][]byte, r.rng.Intn(12))
+	for i := range keys {
+		keys[i] = r.key()
+	}
+	vals, errs := r.d.MultiGet(keys, ro)
+	require.Len(r.t, vals, len(keys))
+	require.Len(r.t, errs, len(keys))
+	for i, k := range keys {
+		want, ok := m.Get(k)
+		if !ok {
+			require.ErrorIs(r.t, errs[i], db.ErrNotFound, "MultiGet[%d] %q at %s", i, k, name)
+			continue
+		}
+		require.NoError(r.t, errs[i], "MultiGet[%d] %q at %s", i, k, name)
+		require.Equal(r.t, want, vals[i], "MultiGet[%d] %q at %s", i, k, name)
+	}
+}
+
+// checkScan walks the whole view forward and backward.
+func (r *modelRun) checkScan(ro *db.ReadOptions, m *testutil.Model, name string) {
+	want := m.Range(nil, nil)
+	it := r.d.NewIterator(ro)
+	got := []testutil.KV{}
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		got = append(got, testutil.KV{Key: string(it.Key()), Value: string(it.Value())})
+	}
+	require.NoError(r.t, it.Err())
+	require.Equal(r.t, len(want), len(got), "forward scan at %s", name)
+	require.Equal(r.t, want, got, "forward scan at %s", name)
+	got = got[:0]
+	for it.SeekToLast(); it.Valid(); it.Prev() {
+		got = append(got, testutil.KV{Key: string(it.Key()), Value: string(it.Value())})
+	}
+	require.NoError(r.t, it.Err())
+	for i, j := 0, len(got)-1; i < j; i, j = i+1, j-1 {
+		got[i], got[j] = got[j], got[i]
+	}
+	require.Equal(r.t, len(want), len(got), "backward scan at %s", name)
+	require.Equal(r.t, want, got, "backward scan at %s", name)
+	require.NoError(r.t, it.Close())
+}
+
+// randBound returns nil or a key, or now and then a key outside the
+// universe.
+func (r *modelRun) randBound() []byte {
+	switch r.rng.Intn(4) {
+	case 0, 1:
+		return nil
+	case 2:
+		return append(append([]byte{}, r.key()...), 0x01)
+	}
+	return append([]byte{}, r.key()...)
+}
+
+// checkIter makes moves random positioning and stepping calls, in mixed
+// directions, on an iterator with random bounds and prefix options,
+// comparing each position with the model's.
+func (r *modelRun) checkIter(ro *db.ReadOptions, m *testutil.Model, name string, moves int) {
+	lo, hi := r.randBound(), r.randBound()
+	if lo != nil && hi != nil && bytes.Compare(lo, hi) > 0 {
+		lo, hi = hi, lo
+	}
+	ro.LowerBound, ro.UpperBound = lo, hi
+	ro.PrefixSameAsStart = r.rng.Intn(3) == 0
+	ro.TotalOrderSeek = r.rng.Intn(2) == 0
+	desc := fmt.Sprintf("%s lower=%q upper=%q prefixSame=%v totalOrder=%v ext=%v",
+		name, lo, hi, ro.PrefixSameAsStart, ro.TotalOrderSeek, extName(r.ext))
+	it := r.d.NewIterator(ro)
+	defer func() { require.NoError(r.t, it.Close()) }()
+	mi := testutil.NewModelIter(m.Range(lo, hi), r.ext, ro.PrefixSameAsStart)
+	var ops []string
+	for i := 0; i < moves; i++ {
+		op := r.rng.Intn(10)
+		if ro.PrefixSameAsStart && op < 2 {
+			op += 2 // SeekToFirst/SeekToLast: whether they narrow is not fixed
+		}
+		if !mi.Valid() && op >= 6 {
+			op = 2 + r.rng.Intn(4)
+		}
+		k := r.key()
+		if r.rng.Intn(4) == 0 {
+			k = append(append([]byte{}, k...), 0x00)
+		}
+		switch op {
+		case 0:
+			ops = append(ops, "SeekToFirst")
+			it.SeekToFirst()
+			mi.SeekToFirst()
+		case 1:
+			ops = append(ops, "SeekToLast")
+			it.SeekToLast()
+			mi.SeekToLast()
+		case 2, 3:
+			ops = append(ops, fmt.Sprintf("Seek(%q)", k))
+			it.Seek(k)
+			mi.Seek(k)
+		case 4, 5:
+			ops = append(ops, fmt.Sprintf("SeekForPrev(%q)", k))
+			it.SeekForPrev(k)
+			mi.SeekForPrev(k)
+		case 6, 7:
+			ops = append(ops, "Next")
+			it.Next()
+			mi.Next()
+		default:
+			ops = append(ops, "Prev")
+			it.Prev()
+			mi.Prev()
+		}
+		require.NoError(r.t, it.Err(), "%s after %v", desc, ops)
+		require.Equal(r.t, mi.Valid(), it.Valid(), "Valid: %s after %v", desc, ops)
+		if mi.Valid() {
+			e := mi.Entry()
+			require.Equal(r.t, e.Key, string(it.Key()), "Key: %s after %v", desc, ops)
+			require.Equal(r.t, e.Value, string(it.Value()), "Value of %q: %s after %v", e.Key, desc, ops)
+		}
+	}
+}
+
+func extName(e prefix.Extractor) string {
+	if e == nil {
+		return "none"
+	}
+	return e.Name()
 }
