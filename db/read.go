@@ -20,7 +20,9 @@ func (d *DB) readSeq(ro *ReadOptions) (base.SeqNum, error) {
 }
 
 // Get returns the value of key. The caller owns the returned slice. A key
-// with no live value gives ErrNotFound.
+// with no live value gives ErrNotFound itself, unwrapped: a miss is an
+// answer, not a failure, and building a wrapped error with a stack trace
+// costs more than the lookup.
 func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
@@ -123,14 +125,14 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			return r.resolve(key)
 		}
 	}
-	return nil, errors.Wrapf(ErrNotFound, "strata: key %q", key)
+	return nil, ErrNotFound
 }
 
 // resolve turns the version found into Get's answer; the value is copied
 // out of engine memory.
 func (r *getResult) resolve(key []byte) ([]byte, error) {
 	if r.seq < r.maxTomb {
-		return nil, errors.Wrapf(ErrNotFound, "strata: key %q", key)
+		return nil, ErrNotFound
 	}
 	switch r.kind {
 	case base.KindSet:
@@ -139,7 +141,7 @@ func (r *getResult) resolve(key []byte) ([]byte, error) {
 		}
 		return append(make([]byte, 0, len(r.value)), r.value...), nil
 	case base.KindDelete, base.KindSingleDelete:
-		return nil, errors.Wrapf(ErrNotFound, "strata: key %q", key)
+		return nil, ErrNotFound
 	}
 	return nil, errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", key, r.kind)
 }
