@@ -136,8 +136,8 @@ func (r *Reader) readAt(buf []byte, off int64) error {
 // checksum and decompresses it unless raw is... compressed blocks are
 // decompressed only when decompress is true.
 func (r *Reader) readRaw(h blockHandle, buf []byte, decompress bool) ([]byte, error) {
-	if h.size > r.dataEnd || h.offset > r.dataEnd-h.size || r.dataEnd-h.size-h.offset < blockTrailerLen {
-		return nil, r.corruptf("block handle (offset %d, size %d) beyond end of data %d", h.offset, h.size, r.dataEnd)
+	if err := r.checkHandle(h); err != nil {
+		return nil, err
 	}
 	n := int(h.size) + blockTrailerLen
 	if cap(buf) < n {
@@ -147,6 +147,21 @@ func (r *Reader) readRaw(h blockHandle, buf []byte, decompress bool) ([]byte, er
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
+	return r.decodeRaw(h, buf, decompress)
+}
+
+// checkHandle reports whether h lies within the blocks of the file.
+func (r *Reader) checkHandle(h blockHandle) error {
+	if h.size > r.dataEnd || h.offset > r.dataEnd-h.size || r.dataEnd-h.size-h.offset < blockTrailerLen {
+		return r.corruptf("block handle (offset %d, size %d) beyond end of data %d", h.offset, h.size, r.dataEnd)
+	}
+	return nil
+}
+
+// decodeRaw verifies the checksum of the block h whose bytes, trailer
+// included, are buf, and decompresses it when decompress is true. An
+// uncompressed block aliases buf.
+func (r *Reader) decodeRaw(h blockHandle, buf []byte, decompress bool) ([]byte, error) {
 	data, ct := buf[:h.size], buf[h.size]
 	if t := r.footer.checksum; t != checksum.None {
 		stored := binary.LittleEndian.Uint32(buf[h.size+1:])

@@ -1,0 +1,90 @@
+package table
+
+import (
+	"bytes"
+	"math/rand"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/cache"
+	"github.com/stretchr/testify/require"
+)
+
+// countingFile counts ReadAt calls.
+type countingFile struct {
+	*memFile
+	reads int
+}
+
+func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.memFile.ReadAt(p, off)
+}
+
+// TestIter_Readahead scans a many-block table both ways through a cache too
+// small to help, and checks the entries and that readahead cut the reads.
+func TestIter_Readahead(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	model := randomModel(rng, 3000)
+	for _, comp := range []Compression{NoCompression, SnappyCompression} {
+		f, _ := buildTable(t, model, nil, WriterOptions{BlockSize: 512, Compression: comp})
+		cf := &countingFile{memFile: f}
+		r, err := Open(cf, int64(len(f.b)), ReaderOptions{FileName: "ra.sst", Cache: cache.New(1)})
+		require.NoError(t, err)
+		blocks := int(r.Properties().NumDataBlocks)
+		require.Greater(t, blocks, 50)
+
+		it := r.NewIter()
+		cf.reads = 0
+		i := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			require.Equal(t, model[i].key, it.Key())
+			require.True(t, bytes.Equal(model[i].val, it.Value()), "value of %s", model[i].key)
+			i++
+		}
+		require.NoError(t, it.Error())
+		require.Equal(t, len(model), i)
+		require.Less(t, cf.reads, blocks/4, "forward scan: %d reads for %d blocks", cf.reads, blocks)
+
+		cf.reads = 0
+		for ok := it.Last(); ok; ok = it.Prev() {
+			i--
+			require.Equal(t, model[i].key, it.Key())
+			require.True(t, bytes.Equal(model[i].val, it.Value()), "value of %s", model[i].key)
+		}
+		require.NoError(t, it.Error())
+		require.Equal(t, 0, i)
+		require.Less(t, cf.reads, blocks/4, "backward scan: %d reads for %d blocks", cf.reads, blocks)
+		require.NoError(t, it.Close())
+		require.NoError(t, r.Close())
+	}
+}
+
+// TestIter_ReadaheadCorruption flips a byte in a data block that only
+// readahead reads: the scan must stop with ErrCorruption, never yield wrong
+// data.
+func TestIter_ReadaheadCorruption(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	model := randomModel(rng, 3000)
+	f, _ := buildTable(t, model, nil, WriterOptions{BlockSize: 512})
+	r0 := openMem(t, f, nil)
+	dataSize := r0.Properties().DataSize
+	require.NoError(t, r0.Close())
+	for _, pos := range []uint64{dataSize / 2, dataSize - 3} {
+		bad := &memFile{b: bytes.Clone(f.b)}
+		bad.b[pos] ^= 0x40
+		r, err := Open(bad, int64(len(bad.b)), ReaderOptions{FileName: "bad.sst", Cache: cache.New(1)})
+		require.NoError(t, err)
+		it := r.NewIter()
+		i := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			require.Equal(t, model[i].key, it.Key(), "wrong data before the damage")
+			require.True(t, bytes.Equal(model[i].val, it.Value()), "value of %s", model[i].key)
+			i++
+		}
+		require.Error(t, it.Error())
+		require.True(t, errors.Is(it.Error(), base.ErrCorruption), "%v", it.Error())
+		require.NoError(t, r.Close())
+	}
+}
