@@ -10,9 +10,12 @@ import (
 // newLevelIter returns a lazily opening iterator over sorted, non-overlapping
 // files. Before a file's iterator is built, its prefix filter is checked
 // against the iterator's seek prefix: a file that cannot hold the prefix
-// costs one filter probe and nothing else.
-func (d *DB) newLevelIter(it *Iterator, files []*version.FileMetadata) *iterator.Level {
-	bounds := make([]iterator.FileBounds, len(files))
+// costs one filter probe and nothing else. bounds, if not nil, is memory
+// for the files' bounds (len(files) entries).
+func (d *DB) newLevelIter(it *Iterator, files []*version.FileMetadata, bounds []iterator.FileBounds) *iterator.Level {
+	if bounds == nil {
+		bounds = make([]iterator.FileBounds, len(files))
+	}
 	for i, f := range files {
 		bounds[i] = iterator.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
 	}

@@ -1,0 +1,66 @@
+package db
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/prefix"
+	"github.com/stratadb/strata/table"
+	"github.com/stretchr/testify/require"
+)
+
+// Test-only access to internals, for the db_test package.
+
+// SetCompareNamesAlways makes every prefix-filter check compare extractor
+// Names (the per-call comparison RocksDB PR 9407 removed).
+func SetCompareNamesAlways(d *DB, on bool) { d.testingCompareNamesAlways = on }
+
+// SetSkipPrefixCheck makes every prefix-filter check answer "usable" with
+// no check at all, in every DB of the process. Benchmarks only.
+func SetSkipPrefixCheck(on bool) { testingSkipPrefixCheck.Store(on) }
+
+// SwapPrefixExtractor installs e as the current extractor in a new handle,
+// even when its Name is the one in force (SetOptions would keep the current
+// handle then): a compatible extractor in a new instance. nil removes it.
+func SwapPrefixExtractor(d *DB, e prefix.Extractor) {
+	d.setOptionsMu.Lock()
+	d.extractor.Store(newExtractorHandle(e))
+	d.setOptionsMu.Unlock()
+}
+
+// NewPrefixOnlyTableProbe builds an in-memory table of keys with a filter
+// of ext's prefixes and no whole-key entries (RocksDB's
+// whole_key_filtering=false), opens it as the table cache would, and
+// returns a function reporting what Get concludes from its filter for a
+// key under d's current extractor.
+func NewPrefixOnlyTableProbe(t testing.TB, d *DB, ext prefix.Extractor, keys [][]byte) func(key []byte) bool {
+	var buf bytes.Buffer
+	w := table.NewWriter(&buf, table.WriterOptions{BloomBitsPerKey: 16, PrefixExtractor: ext})
+	for i, k := range keys {
+		require.NoError(t, w.Add(base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), []byte("v")))
+	}
+	_, err := w.Finish()
+	require.NoError(t, err)
+	r, err := table.Open(nopCloser{bytes.NewReader(buf.Bytes())}, int64(buf.Len()), table.ReaderOptions{FileName: "probe.sst"})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	e := &tableEntry{reader: r, prefixName: r.Properties().PrefixExtractorName}
+	if h := d.extractor.Load(); h != nil && h.name == e.prefixName {
+		e.knownGood.Store(h)
+	}
+	return func(key []byte) bool { return d.tableMayContain(e, key, d.extractor.Load()) }
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// NewPrefixCheck returns one check of prefixFilterUsable against a table
+// entry built with d's current extractor, opened (known good) under it.
+func NewPrefixCheck(d *DB) func() bool {
+	h := d.extractor.Load()
+	e := &tableEntry{prefixName: h.name}
+	e.knownGood.Store(h)
+	return func() bool { return d.prefixFilterUsable(e, d.extractor.Load()) }
+}
