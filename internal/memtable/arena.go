@@ -41,6 +41,7 @@ type arena struct {
 func newArena(size uint32) *arena {
 	words := make([]uint64, (uint64(size)+7)/8)
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+	adviseHugePages(buf)
 	a := &arena{buf: buf}
 	a.n.Store(arenaReserved)
 	return a
