@@ -49,7 +49,7 @@ func NewPrefixOnlyTableProbe(t testing.TB, d *DB, ext prefix.Extractor, keys [][
 	if h := d.extractor.Load(); h != nil && h.name == e.prefixName {
 		e.knownGood.Store(h)
 	}
-	return func(key []byte) bool { return d.tableMayContain(e, key, d.extractor.Load()) }
+	return func(key []byte) bool { return d.tableMayContain(e, key, d.extractor.Load(), &getResult{}) }
 }
 
 type nopCloser struct{ *bytes.Reader }

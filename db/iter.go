@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/bloom"
 	"github.com/stratadb/strata/internal/rangedel"
 	"github.com/stratadb/strata/iterator"
 )
@@ -49,6 +50,7 @@ type Iterator struct {
 	// filterPrefix is the prefix the table filters are probed with during a
 	// seek (nil: no filtering).
 	filterPrefix []byte
+	filterHash   uint64 // bloom.HashKey(filterPrefix)
 
 	dir        direction
 	valid      bool
@@ -215,7 +217,7 @@ func (it *Iterator) setPrefix(key []byte) {
 		it.hasPrefix = true
 		it.prefixContiguous = bytes.HasPrefix(key, p)
 		if !it.totalOrder {
-			it.filterPrefix = it.prefix
+			it.setFilterPrefix(it.prefix)
 		}
 		return
 	}
@@ -226,9 +228,16 @@ func (it *Iterator) setPrefix(key []byte) {
 		p := ext.Transform(key)
 		if bytes.Equal(p, ext.Transform(it.upper)) {
 			it.prefixBuf = append(it.prefixBuf[:0], p...)
-			it.filterPrefix = it.prefixBuf
+			it.setFilterPrefix(it.prefixBuf)
 		}
 	}
+}
+
+// setFilterPrefix makes p the prefix the table filters are probed with,
+// hashed once here rather than once per table.
+func (it *Iterator) setFilterPrefix(p []byte) {
+	it.filterPrefix = p
+	it.filterHash = bloom.HashKey(p)
 }
 
 // resetFilteredChildren drops level children opened for an earlier seek's

@@ -26,7 +26,7 @@ func (d *DB) newLevelIter(it *Iterator, files []*version.FileMetadata, bounds []
 		}
 		if p := it.filterPrefix; p != nil && e.reader.HasFilter() {
 			d.stats.filterChecks.Add(1)
-			if d.prefixFilterUsable(e, it.h) && !e.reader.PrefixMayMatch(p) {
+			if d.prefixFilterUsable(e, it.h) && !e.reader.PrefixMayMatchHash(p, it.filterHash) {
 				d.stats.filterUseful.Add(1)
 				d.tables.release(e)
 				return iterator.Empty(), nil

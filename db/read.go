@@ -3,6 +3,7 @@ package db
 import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/bloom"
 	"github.com/stratadb/strata/internal/rangedel"
 	"github.com/stratadb/strata/version"
 )
@@ -74,6 +75,8 @@ type getResult struct {
 	seq     base.SeqNum
 	found   bool
 	owned   bool // value is a private copy
+	hashed  bool // keyHash is bloom.HashKey(key)
+	keyHash uint64
 	maxTomb base.SeqNum
 }
 
@@ -162,7 +165,7 @@ func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum,
 	}
 	if tr.HasFilter() {
 		d.stats.filterChecks.Add(1)
-		if !d.tableMayContain(e, key, h) {
+		if !d.tableMayContain(e, key, h, r) {
 			d.stats.filterUseful.Add(1)
 			return nil
 		}
@@ -185,10 +188,14 @@ func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum,
 // tableMayContain asks the table's filter whether key may be present: the
 // whole-key entry when the table has them, else the prefix entry when the
 // current extractor is compatible with the table's.
-func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle) bool {
+func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *getResult) bool {
 	tr := e.reader
 	if tr.Properties().WholeKeyFiltering {
-		return tr.KeyMayMatch(key)
+		// Hash once per lookup, not once per table probed.
+		if !r.hashed {
+			r.keyHash, r.hashed = bloom.HashKey(key), true
+		}
+		return tr.KeyMayMatchHash(key, r.keyHash)
 	}
 	if h != nil && h.ext.InDomain(key) && d.prefixFilterUsable(e, h) {
 		return tr.PrefixMayMatch(h.ext.Transform(key))

@@ -379,6 +379,27 @@ func (r *Reader) PrefixMayMatch(prefix []byte) bool {
 	return bloom.MayContain(r.filter, prefix)
 }
 
+// KeyMayMatchHash is KeyMayMatch for a key already hashed with
+// bloom.HashKey, so that a lookup probing many tables hashes once.
+func (r *Reader) KeyMayMatchHash(ukey []byte, h uint64) bool {
+	if !r.wholeKeyFilter {
+		return true
+	}
+	if r.filter != nil {
+		return bloom.MayContainHash(r.filter, h, ukey)
+	}
+	return r.mayContain(ukey)
+}
+
+// PrefixMayMatchHash is PrefixMayMatch for a prefix already hashed with
+// bloom.HashKey.
+func (r *Reader) PrefixMayMatchHash(prefix []byte, h uint64) bool {
+	if !r.prefixFilter || r.filter == nil {
+		return true
+	}
+	return bloom.MayContainHash(r.filter, h, prefix)
+}
+
 func (r *Reader) mayContain(key []byte) bool {
 	switch {
 	case r.filter != nil:
