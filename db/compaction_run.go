@@ -102,11 +102,18 @@ func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rang
 		if stripe == lastStripe {
 			continue // shadowed by a newer version of the same stripe
 		}
-		lastStripe = stripe
 		if sets[stripe].MaxCovering(uk) > seq {
+			lastStripe = stripe
 			continue // deleted by a range tombstone of the same stripe
 		}
 		kind := k.Kind()
+		if kind != base.KindMerge {
+			// A merge operand (only in databases RocksDB wrote; Strata
+			// has no merge operator) does not shadow what lies below it:
+			// keep the versions under it, so compaction never loses what
+			// a merge operator would combine.
+			lastStripe = stripe
+		}
 		if (kind == base.KindDelete || kind == base.KindSingleDelete) && out.c.bottommost && stripe == 0 {
 			continue
 		}
