@@ -46,6 +46,9 @@ type DB struct {
 	writeBufferSize        atomic.Int64
 	disableAutoCompactions atomic.Bool
 	extractor              atomic.Pointer[extractorHandle]
+	// iterCache holds the state of the last closed iterator, for reuse by
+	// the next NewIterator over the same read view (see iterState).
+	iterCache atomic.Pointer[iterState]
 	// setOptionsMu makes concurrent SetOptions calls apply one at a time.
 	setOptionsMu sync.Mutex
 
@@ -162,6 +165,11 @@ func (d *DB) updateReadStateLocked() {
 	if old != nil {
 		old.unref()
 	}
+	// A cached iterator state of the old view would pin its memtables and
+	// files until the next NewIterator.
+	if st := d.iterCache.Swap(nil); st != nil {
+		st.release()
+	}
 }
 
 // unrefVersion drops a reference to v. Files only v referenced become
@@ -204,6 +212,9 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.mu.bgWG.Wait()
 
+	if st := d.iterCache.Swap(nil); st != nil {
+		st.release()
+	}
 	d.mu.Lock()
 	d.deleteObsoleteFilesLocked()
 	if d.mu.log.file != nil {

@@ -28,12 +28,11 @@ const (
 // Valid, Key, Value and Next allocate nothing; the upper-bound check is one
 // comparison against the bound given in ReadOptions.
 type Iterator struct {
-	d      *DB
-	rs     *readState
-	iter   *iterator.Merging
-	levels []*iterator.Level // every level iterator, for resetting filtered children
-	snap   base.SeqNum
-	tombs  rangedel.Set
+	d     *DB
+	st    *iterState // nil once closed
+	iter  *iterator.Merging
+	snap  base.SeqNum
+	tombs *rangedel.Set
 
 	lower, upper []byte
 	h            *extractorHandle
@@ -93,54 +92,157 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
 	it.h = d.extractor.Load()
-	it.rs = d.loadReadState()
-	if err := it.build(); err != nil {
-		it.rs.unref()
-		it.rs = nil
+	st, err := d.acquireIterState(snap)
+	if err != nil {
 		it.err, it.closed = err, true
+		return it
 	}
+	st.owner = it
+	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
 	d.stats.iterators.Add(1)
 	return it
 }
 
-// build assembles the merging iterator and the tombstone fragments.
-func (it *Iterator) build() error {
-	rs := it.rs
-	v := rs.version
-	// Sized once: every L0 file is a level of its own, and a seek with
-	// many L0 files must not pay for growing these.
-	n := len(rs.mems) + len(v.Levels[0]) + len(v.Levels)
-	children := make([]iterator.Iterator, 0, n)
-	it.levels = make([]*iterator.Level, 0, n)
+// iterState is the part of an Iterator that depends only on the read view:
+// the child iterators over its memtables and files, the merging iterator
+// and the range tombstones. Building it costs an allocation per file, so a
+// closed iterator's state is kept (one per DB) and reused by the next
+// NewIterator over the same read view — db_bench's seekrandom makes an
+// iterator per seek. The user-visible Iterator is never reused: a closed
+// one stays closed.
+//
+// Invariants: st holds a reference on rs; while cached, no child holds an
+// open table (every level was Reset).
+type iterState struct {
+	d        *DB
+	rs       *readState
+	owner    *Iterator // the Iterator using the state, read by level callbacks
+	levels   []*iterator.Level
+	merging  iterator.Merging
+	children []iterator.Iterator
+	// tombs are the view's range tombstones visible at tombsSnap.
+	tombs     rangedel.Set
+	tombsSnap base.SeqNum
+	hasTombs  bool // some source had tombstones when the state was built
+}
+
+// acquireIterState returns the iterator state of the current read view,
+// reusing the cached one when it belongs to the same view.
+func (d *DB) acquireIterState(snap base.SeqNum) (*iterState, error) {
+	rs := d.loadReadState()
+	if st := d.iterCache.Swap(nil); st != nil {
+		if st.rs == rs {
+			rs.unref() // st holds its own reference
+			if err := st.refreshTombstones(snap); err != nil {
+				st.release()
+				return nil, err
+			}
+			st.merging.Init(st.children...)
+			return st, nil
+		}
+		st.release()
+	}
+	st := &iterState{d: d, rs: rs}
+	if err := st.build(snap); err != nil {
+		rs.unref()
+		return nil, err
+	}
+	return st, nil
+}
+
+// refreshTombstones rebuilds the fragments for snap when some source may
+// hold tombstones (the mutable memtable may have gained some).
+func (st *iterState) refreshTombstones(snap base.SeqNum) error {
+	any := st.hasTombs
+	for _, m := range st.rs.mems {
+		any = any || m.HasTombstones()
+	}
+	if !any {
+		return nil
+	}
+	if !st.hasTombs || snap != st.tombsSnap || st.rs.mems[0].HasTombstones() {
+		return st.buildTombstones(snap)
+	}
+	return nil
+}
+
+// buildTombstones fragments the view's range tombstones visible at snap.
+func (st *iterState) buildTombstones(snap base.SeqNum) error {
 	var tombs []base.Tombstone
-	for _, m := range rs.mems {
-		children = append(children, m.NewIter())
+	for _, m := range st.rs.mems {
 		if m.HasTombstones() {
-			tombs = append(tombs, m.Tombstones(it.snap)...)
+			tombs = append(tombs, m.Tombstones(snap)...)
 		}
 	}
-	tt, err := rs.tableTombstones()
+	tt, err := st.rs.tableTombstones()
 	if err != nil {
 		return err
 	}
 	tombs = append(tombs, tt...)
-	it.tombs = rangedel.Build(tombs, it.snap)
+	st.tombs = rangedel.Build(tombs, snap)
+	st.tombsSnap, st.hasTombs = snap, len(tombs) > 0
+	return nil
+}
+
+// release closes the children and drops the view.
+func (st *iterState) release() {
+	st.merging.Close()
+	st.rs.unref()
+}
+
+// recycle offers the state of a closed iterator to the cache. It reports
+// the first error the children had collected; a state with errors is
+// released instead.
+func (st *iterState) recycle() error {
+	var err error
+	for _, l := range st.levels {
+		if lerr := l.Reset(); err == nil {
+			err = lerr
+		}
+	}
+	st.owner = nil
+	if err != nil || st.d.closed.Load() {
+		st.release()
+		return err
+	}
+	if old := st.d.iterCache.Swap(st); old != nil {
+		old.release()
+	}
+	return nil
+}
+
+// build assembles the children, the merging iterator and the tombstone
+// fragments.
+func (st *iterState) build(snap base.SeqNum) error {
+	rs := st.rs
+	v := rs.version
+	// Sized once: every L0 file is a level of its own, and a seek with
+	// many L0 files must not pay for growing these.
+	n := len(rs.mems) + len(v.Levels[0]) + len(v.Levels)
+	st.children = make([]iterator.Iterator, 0, n)
+	st.levels = make([]*iterator.Level, 0, n)
+	for _, m := range rs.mems {
+		st.children = append(st.children, m.NewIter())
+	}
+	if err := st.buildTombstones(snap); err != nil {
+		return err
+	}
 	l0 := v.Levels[0]
 	l0Bounds := make([]iterator.FileBounds, len(l0))
 	for i := range l0 {
-		l := it.d.newLevelIter(it, l0[i:i+1], l0Bounds[i:i+1:i+1])
-		it.levels = append(it.levels, l)
-		children = append(children, l)
+		l := st.d.newLevelIter(st, l0[i:i+1], l0Bounds[i:i+1:i+1])
+		st.levels = append(st.levels, l)
+		st.children = append(st.children, l)
 	}
 	for level := 1; level < len(v.Levels); level++ {
 		if len(v.Levels[level]) == 0 {
 			continue
 		}
-		l := it.d.newLevelIter(it, v.Levels[level], nil)
-		it.levels = append(it.levels, l)
-		children = append(children, l)
+		l := st.d.newLevelIter(st, v.Levels[level], nil)
+		st.levels = append(st.levels, l)
+		st.children = append(st.children, l)
 	}
-	it.iter = iterator.NewMerging(children...)
+	st.merging.Init(st.children...)
 	return nil
 }
 
@@ -177,12 +279,9 @@ func (it *Iterator) Close() error {
 	}
 	it.closed, it.valid = true, false
 	var err error
-	if it.iter != nil {
-		err = it.iter.Close()
-	}
-	if it.rs != nil {
-		it.rs.unref()
-		it.rs = nil
+	if it.st != nil {
+		err = it.st.recycle()
+		it.st, it.iter = nil, nil
 	}
 	if it.err == nil {
 		it.err = errIterClosed
@@ -243,7 +342,7 @@ func (it *Iterator) setFilterPrefix(p []byte) {
 // resetFilteredChildren drops level children opened for an earlier seek's
 // filter decision, so the next seek decides afresh.
 func (it *Iterator) resetFilteredChildren() {
-	for _, l := range it.levels {
+	for _, l := range it.st.levels {
 		l.ResetChild()
 	}
 }

@@ -12,7 +12,7 @@ import (
 // against the iterator's seek prefix: a file that cannot hold the prefix
 // costs one filter probe and nothing else. bounds, if not nil, is memory
 // for the files' bounds (len(files) entries).
-func (d *DB) newLevelIter(it *Iterator, files []*version.FileMetadata, bounds []iterator.FileBounds) *iterator.Level {
+func (d *DB) newLevelIter(st *iterState, files []*version.FileMetadata, bounds []iterator.FileBounds) *iterator.Level {
 	if bounds == nil {
 		bounds = make([]iterator.FileBounds, len(files))
 	}
@@ -24,6 +24,7 @@ func (d *DB) newLevelIter(it *Iterator, files []*version.FileMetadata, bounds []
 		if err != nil {
 			return nil, err
 		}
+		it := st.owner
 		if p := it.filterPrefix; p != nil && e.reader.HasFilter() {
 			d.stats.filterChecks.Add(1)
 			if d.prefixFilterUsable(e, it.h) && !e.reader.PrefixMayMatchHash(p, it.filterHash) {

@@ -186,6 +186,19 @@ func (l *Level) Value() []byte { return l.cur.Value() }
 // Error implements Iterator.
 func (l *Level) Error() error { return l.err }
 
+// Reset closes the open file's iterator and returns, and forgets, the
+// errors collected so far, leaving the level as NewLevel returned it, for
+// reuse by a new owner.
+func (l *Level) Reset() error {
+	l.closeChild()
+	err := l.err
+	if err == nil {
+		err = l.closeErr
+	}
+	l.err, l.closeErr = nil, nil
+	return err
+}
+
 // Close closes the open child and returns the first error among the last
 // positioning call's and those of the children's Close.
 func (l *Level) Close() error {
