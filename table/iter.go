@@ -1,6 +1,8 @@
 package table
 
 import (
+	"sync"
+
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/iterator"
 )
@@ -26,6 +28,34 @@ type Iter struct {
 	seekBuf   []byte
 	err       error
 	ra        readahead
+}
+
+// compressedScratch holds buffers that compressed blocks are read into
+// before they are decompressed into the buffer the cache keeps.
+var compressedScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// readBlockForCache reads block h into a buffer of its own, for the cache.
+// A compressed block is read into a pooled buffer and decompressed into a
+// fresh one, so a miss allocates once, not twice.
+func (r *Reader) readBlockForCache(h blockHandle) ([]byte, error) {
+	if r.noCompression {
+		return r.readRaw(h, nil, true)
+	}
+	sp := compressedScratch.Get().(*[]byte)
+	defer compressedScratch.Put(sp)
+	if n := int(h.size) + blockTrailerLen; cap(*sp) < n && n <= maxBlockSize {
+		*sp = make([]byte, n)
+	}
+	b, err := r.readRaw(h, *sp, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 0 && cap(*sp) > 0 && &b[0] == &(*sp)[:1][0] {
+		// Stored uncompressed (it did not shrink enough): b aliases the
+		// scratch buffer, which goes back to the pool.
+		b = append([]byte(nil), b...)
+	}
+	return b, nil
 }
 
 // readahead implements RocksDB's automatic readahead for iterators: after
@@ -135,7 +165,7 @@ func (it *Iter) readDataBlock(h blockHandle) ([]byte, error) {
 				return b, err
 			}
 		}
-		b, err := r.readRaw(h, nil, true)
+		b, err := r.readBlockForCache(h)
 		if err != nil {
 			return nil, err
 		}
