@@ -83,8 +83,13 @@ func (i *blockIter) restartOffset(r int) (int, bool) {
 	return o, o < i.restartsOff || (o == 0 && i.restartsOff == 0)
 }
 
-// uvarint32 decodes a varint32 from the front of b.
+// uvarint32 decodes a varint32 from the front of b. Entry headers are
+// almost always one byte per varint (lengths under 128), so that case is
+// inlined ahead of the general decoder.
 func uvarint32(b []byte) (int, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return int(b[0]), 1
+	}
 	v, n := binary.Uvarint(b)
 	if n <= 0 || v > math.MaxInt32 {
 		return 0, 0
