@@ -12,19 +12,11 @@ import (
 
 // newMemTable makes a memtable whose arena holds at least need bytes.
 func (d *DB) newMemTable(logNum uint64, need int) *memTable {
-	size := int(d.writeBufferSize.Load())
-	if need > size {
-		size = need
-	}
-	mt := memtable.New(size)
-	if used := mt.ApproximateMemoryUsage(); need > 0 && used+need > size {
-		// The empty memtable's sentinels use arena bytes too: without room
-		// for need after them, fits(need) never holds and the writer
-		// rotates empty memtables forever.
-		size = used + need
-		mt = memtable.New(size)
-	}
-	return &memTable{MemTable: mt, logNum: logNum, size: size}
+	// The empty memtable's sentinels use arena bytes too: without room for
+	// need after them, fits(need) would never hold and the writer would
+	// rotate empty memtables forever.
+	size := max(int(d.writeBufferSize.Load()), need+memtable.EmptySize)
+	return &memTable{MemTable: memtable.New(size), logNum: logNum, size: size}
 }
 
 // rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL

@@ -99,7 +99,6 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	st.owner = it
 	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
-	d.stats.iterators.Add(1)
 	return it
 }
 

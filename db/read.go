@@ -84,7 +84,6 @@ type getResult struct {
 // then one file per level. The first source holding a visible version of
 // key decides, unless a range tombstone seen so far is newer than it.
 func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
-	d.stats.gets.Add(1)
 	var r getResult
 	for _, m := range rs.mems {
 		if m.HasTombstones() {

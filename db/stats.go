@@ -8,7 +8,6 @@ import (
 
 // dbStats are the engine's counters, read by GetProperty.
 type dbStats struct {
-	gets, iterators                   atomic.Uint64
 	writes, keysWritten, bytesWritten atomic.Uint64
 	flushes, flushMicros              atomic.Uint64
 	stalls, stallMicros               atomic.Uint64

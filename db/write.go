@@ -292,7 +292,10 @@ func (d *DB) setBackgroundError(err error) {
 
 // arenaNeed estimates the arena bytes a batch takes in a memtable.
 func arenaNeed(b *batch.Batch) int {
-	return b.Len() + int(b.Count())*memtable.SizeFor(base.TrailerLen, 0)
+	// Per record: a node with the tallest tower and a trailer; the key and
+	// value bytes are within b.Len().
+	perRecord := memtable.SizeFor(base.TrailerLen, 0) - memtable.EmptySize
+	return b.Len() + int(b.Count())*perRecord
 }
 
 // makeRoomForWriteLocked makes sure the mutable memtable can take b,

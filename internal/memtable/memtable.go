@@ -64,6 +64,10 @@ var (
 // reserved prefix and the sentinels of both lists.
 const fixedOverhead = arenaReserved + 2*sentinelBytes
 
+// EmptySize is the arena space an empty memtable already uses: a memtable
+// that must take n more bytes needs an arena of at least EmptySize+n.
+const EmptySize = fixedOverhead
+
 // SizeFor returns an arena size large enough for a memtable that holds one
 // entry (or one range tombstone) with the given key and value lengths. For a
 // tombstone, keyLen is the start key's and valueLen the end key's length. The
