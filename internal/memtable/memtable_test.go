@@ -342,9 +342,9 @@ func TestIter_Reuse(t *testing.T) {
 }
 
 func TestMemTable_EmptySize(t *testing.T) {
-	m := New(1 << 20)
-	require.Equal(t, EmptySize, m.ApproximateMemoryUsage())
-	// An arena of EmptySize+SizeFor-EmptySize bytes holds one such entry.
-	m = New(SizeFor(16, 100))
+	m := memtable.New(1 << 20)
+	require.Equal(t, memtable.EmptySize, m.ApproximateMemoryUsage())
+	// An arena of SizeFor bytes holds one such entry.
+	m = memtable.New(memtable.SizeFor(16, 100))
 	require.NoError(t, m.Add(base.MakeInternalKey(make([]byte, 16), 1, base.KindSet), make([]byte, 100)))
 }
