@@ -189,7 +189,7 @@ func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum,
 // current extractor is compatible with the table's.
 func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *getResult) bool {
 	tr := e.reader
-	if tr.Properties().WholeKeyFiltering {
+	if tr.WholeKeyFiltering() {
 		// Hash once per lookup, not once per table probed.
 		if !r.hashed {
 			r.keyHash, r.hashed = bloom.HashKey(key), true

@@ -379,6 +379,11 @@ func (r *Reader) PrefixMayMatch(prefix []byte) bool {
 	return bloom.MayContain(r.filter, prefix)
 }
 
+// WholeKeyFiltering reports whether the filter holds whole keys: the
+// table's whole.key.filtering property, true when the property is absent
+// (older RocksDB tables), as RocksDB reads it.
+func (r *Reader) WholeKeyFiltering() bool { return r.wholeKeyFilter }
+
 // KeyMayMatchHash is KeyMayMatch for a key already hashed with
 // bloom.HashKey, so that a lookup probing many tables hashes once.
 func (r *Reader) KeyMayMatchHash(ukey []byte, h uint64) bool {
