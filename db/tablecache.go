@@ -54,6 +54,7 @@ func newTableCache(d *DB, max int) *tableCache {
 // acquire returns the open reader of fileNum, referenced; release it after
 // use.
 func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
+	var evicted []*tableEntry
 	tc.mu.Lock()
 	e := tc.entries[fileNum]
 	if e == nil {
@@ -61,10 +62,15 @@ func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
 		e.refs.Store(1) // the cache's reference
 		tc.entries[fileNum] = e
 		tc.clock = append(tc.clock, e)
-		tc.evictLocked()
+		evicted = tc.evictLocked()
 	}
 	e.refs.Add(1)
 	tc.mu.Unlock()
+	// Closing a reader evicts its blocks from the block cache: not under
+	// tc.mu.
+	for _, x := range evicted {
+		tc.release(x)
+	}
 	e.touched.Store(true)
 	e.once.Do(func() { tc.open(e) })
 	if e.err != nil {
@@ -144,9 +150,10 @@ func (tc *tableCache) evict(fileNum uint64) {
 	}
 }
 
-// evictLocked keeps at most max entries with the CLOCK policy. tc.mu must
-// be held.
-func (tc *tableCache) evictLocked() {
+// evictLocked keeps at most max entries with the CLOCK policy and returns
+// the entries it dropped, whose cache reference the caller releases after
+// unlocking. tc.mu must be held.
+func (tc *tableCache) evictLocked() (evicted []*tableEntry) {
 	for len(tc.clock) > tc.max {
 		if tc.hand >= len(tc.clock) {
 			tc.hand = 0
@@ -158,8 +165,9 @@ func (tc *tableCache) evictLocked() {
 		}
 		tc.clock = append(tc.clock[:tc.hand], tc.clock[tc.hand+1:]...)
 		delete(tc.entries, e.fileNum)
-		go tc.release(e) // may close a file: not under tc.mu
+		evicted = append(evicted, e)
 	}
+	return evicted
 }
 
 func (tc *tableCache) close() {
