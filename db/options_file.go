@@ -227,7 +227,7 @@ func (d *DB) checkOptionsFiles(nums []uint64) error {
 	if err != nil {
 		return err
 	}
-	setOptionsReport(d, report)
+	d.optionsReport = report
 	return nil
 }
 
@@ -483,10 +483,6 @@ func (d *DB) writeFileSynced(path string, data []byte) error {
 		return errors.Wrapf(err, "strata: writing %s", path)
 	}
 	return nil
-}
-
-func setOptionsReport(d *DB, report []string) {
-	d.optionsReport = report
 }
 
 // optionsFileReport is the value of PropOptionsFileReport.

@@ -11,7 +11,6 @@
 package prefix
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -130,10 +129,4 @@ func parsePositive(s string) (int, error) {
 		return 0, fmt.Errorf("length %q is not a positive integer", s)
 	}
 	return n, nil
-}
-
-// SamePrefix reports whether a and b are both in e's domain and have the same
-// prefix.
-func SamePrefix(e Extractor, a, b []byte) bool {
-	return e.InDomain(a) && e.InDomain(b) && bytes.Equal(e.Transform(a), e.Transform(b))
 }

@@ -55,13 +55,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestSamePrefix(t *testing.T) {
-	f := prefix.Fixed(2)
-	require.True(t, prefix.SamePrefix(f, []byte("abx"), []byte("aby")))
-	require.False(t, prefix.SamePrefix(f, []byte("a"), []byte("a")))
-	require.False(t, prefix.SamePrefix(f, []byte("abx"), []byte("acx")))
-}
-
 func ExampleParse() {
 	e, err := prefix.Parse("fixed:4")
 	if err != nil {
