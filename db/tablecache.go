@@ -24,7 +24,11 @@ type tableCache struct {
 	db      *DB
 	max     int
 
-	mu      sync.Mutex
+	// mu guards entries and clock. Hits take it shared: readers of
+	// different tables do not serialize. An entry's reference taken under
+	// the shared lock is safe because eviction (exclusive) cannot drop the
+	// cache's own reference meanwhile.
+	mu      sync.RWMutex
 	entries map[uint64]*tableEntry
 	// clock is the eviction order; hand is the CLOCK hand.
 	clock []*tableEntry
@@ -54,6 +58,29 @@ func newTableCache(d *DB, max int) *tableCache {
 // acquire returns the open reader of fileNum, referenced; release it after
 // use.
 func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
+	tc.mu.RLock()
+	e := tc.entries[fileNum]
+	if e != nil {
+		e.refs.Add(1)
+	}
+	tc.mu.RUnlock()
+	if e == nil {
+		e = tc.insert(fileNum)
+	}
+	e.touched.Store(true)
+	e.once.Do(func() { tc.open(e) })
+	if e.err != nil {
+		err := e.err
+		tc.forget(e)
+		tc.release(e)
+		return nil, err
+	}
+	return e, nil
+}
+
+// insert adds an entry for fileNum (unless another goroutine just did) and
+// returns it referenced.
+func (tc *tableCache) insert(fileNum uint64) *tableEntry {
 	var evicted []*tableEntry
 	tc.mu.Lock()
 	e := tc.entries[fileNum]
@@ -71,15 +98,7 @@ func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
 	for _, x := range evicted {
 		tc.release(x)
 	}
-	e.touched.Store(true)
-	e.once.Do(func() { tc.open(e) })
-	if e.err != nil {
-		err := e.err
-		tc.forget(e)
-		tc.release(e)
-		return nil, err
-	}
-	return e, nil
+	return e
 }
 
 func (tc *tableCache) open(e *tableEntry) {
