@@ -3,7 +3,6 @@ package version
 import (
 	"encoding/binary"
 
-	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 )
 
@@ -48,7 +47,8 @@ const (
 
 // ErrUnsupportedColumnFamily is returned (wrapped) when a MANIFEST
 // describes a column family other than the default one.
-var ErrUnsupportedColumnFamily = errors.New("strata: version: unsupported column family")
+// It is base.ErrUnsupportedColumnFamily, shared with the WAL reader.
+var ErrUnsupportedColumnFamily = base.ErrUnsupportedColumnFamily
 
 // NewFileEntry adds a file to a level.
 type NewFileEntry struct {

@@ -16,6 +16,11 @@ var (
 	ErrCorruption      = errors.New("strata: corruption")
 )
 
+// ErrUnsupportedColumnFamily marks data of a RocksDB column family other
+// than the default one, in a WAL batch or in the MANIFEST: Strata opens
+// only the default column family.
+var ErrUnsupportedColumnFamily = errors.New("strata: unsupported column family")
+
 // classError puts an error in a class without changing its message. The
 // class is recorded twice: as a cockroachdb/errors mark (which survives
 // encoding and is what errors.Is of that library checks) and through an Is

@@ -59,7 +59,8 @@ const (
 
 // ErrUnsupportedColumnFamily is returned (wrapped, naming the id) for a
 // record of a column family other than the default one.
-var ErrUnsupportedColumnFamily = errors.New("strata: batch: unsupported column family")
+// It is base.ErrUnsupportedColumnFamily, shared with the MANIFEST reader.
+var ErrUnsupportedColumnFamily = base.ErrUnsupportedColumnFamily
 
 // ErrUnsupportedRecord is returned (wrapped, naming the tag) for a RocksDB
 // record kind this engine does not implement (2PC markers, blob indexes,
