@@ -310,6 +310,7 @@ func (o *compactionOutputs) finish(upper []byte) error {
 		Smallest: wm.Smallest.Clone(), Largest: wm.Largest.Clone(),
 		SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
 		CreationTime: now, OldestAncesterTime: now,
+		NumRangeDeletions: wm.NumRangeDeletions, RangeDelsKnown: true,
 	})
 	return nil
 }

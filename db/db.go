@@ -34,6 +34,9 @@ type DB struct {
 	lock    io.Closer
 	cache   *cache.Cache
 	tables  *tableCache
+	// rangeDelCounts: what reads learned of tables with no recorded
+	// range-deletion count (leveliter.go).
+	rangeDelCounts rangeDelCounts
 
 	closed atomic.Bool
 

@@ -1,6 +1,8 @@
 package db
 
 import (
+	"sync"
+
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/iterator"
 	"github.com/stratadb/strata/table"
@@ -51,21 +53,80 @@ func (t *tableIter) Close() error {
 	return err
 }
 
-// tableTombstones returns the range tombstones of every table of the view,
-// read once per view.
+// tableTombstones returns the range tombstones of the view's tables, read
+// once per view.
+//
+// Only tables that may hold tombstones are opened: each file's metadata
+// carries its range-deletion count (recorded at flush or compaction and kept
+// in the MANIFEST), so a table known to have none is skipped, and a read
+// view over a database without range deletions opens no table here. A file
+// whose count is unknown (listed by a MANIFEST that RocksDB wrote) is opened
+// once, and what it holds is remembered in d.rangeDelCounts for later views:
+// the cost is bounded by the number of such files, and it disappears as
+// compactions rewrite them.
+//
+// This is the smaller of two designs. The scalable one, as in RocksDB and
+// Pebble, lets each level iterator hand the merging iterator the tombstones
+// of the file it is positioned in (truncated to the file's bounds), so that
+// even tables with tombstones are opened only when the scan reaches them; it
+// needs the level iterator to stop at a file's bounds rather than skip a
+// file whose remaining tombstones still cover keys of lower levels. With
+// the count in the metadata, a scan opens the tables it reads plus every
+// table that has range deletions.
 func (rs *readState) tableTombstones() ([]base.Tombstone, error) {
 	rs.tombOnce.Do(func() {
+		d := rs.db
 		for _, files := range rs.version.Levels {
 			for _, f := range files {
-				e, err := rs.db.tables.acquire(f.FileNum)
+				if !f.MayHaveRangeDeletions() {
+					continue
+				}
+				if !f.RangeDelsKnown && d.rangeDelCounts.knownEmpty(f.FileNum) {
+					continue
+				}
+				e, err := d.tables.acquire(f.FileNum)
 				if err != nil {
 					rs.tombErr = err
 					return
 				}
-				rs.tombs = append(rs.tombs, e.reader.Tombstones()...)
-				rs.db.tables.release(e)
+				tt := e.reader.Tombstones()
+				if !f.RangeDelsKnown {
+					d.rangeDelCounts.learn(f.FileNum, len(tt))
+				}
+				rs.tombs = append(rs.tombs, tt...)
+				d.tables.release(e)
 			}
 		}
 	})
 	return rs.tombs, rs.tombErr
+}
+
+// rangeDelCounts remembers which tables of unknown range-deletion count
+// (see tableTombstones) turned out to have none. Entries are never removed:
+// only files listed by a foreign MANIFEST are ever added, and file numbers
+// are not reused. The zero value is ready to use.
+type rangeDelCounts struct {
+	mu    sync.Mutex
+	empty map[uint64]struct{}
+}
+
+// knownEmpty reports whether fileNum was found to hold no range deletions.
+func (c *rangeDelCounts) knownEmpty(fileNum uint64) bool {
+	c.mu.Lock()
+	_, ok := c.empty[fileNum]
+	c.mu.Unlock()
+	return ok
+}
+
+// learn records the number of range deletions found in fileNum.
+func (c *rangeDelCounts) learn(fileNum uint64, n int) {
+	if n > 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.empty == nil {
+		c.empty = make(map[uint64]struct{})
+	}
+	c.empty[fileNum] = struct{}{}
+	c.mu.Unlock()
 }

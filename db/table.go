@@ -90,6 +90,8 @@ func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombs
 		LargestSeq:         wm.LargestSeq,
 		CreationTime:       now,
 		OldestAncesterTime: now,
+		NumRangeDeletions:  wm.NumRangeDeletions,
+		RangeDelsKnown:     true,
 	}, nil
 }
 

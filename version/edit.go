@@ -45,6 +45,12 @@ const (
 	customSafeIgnoreMaskBit64 = 64
 )
 
+// customNumRangeDeletions is Strata's own NewFile4 custom field: the file's
+// range tombstone count (a varint in the field). Bit 6 is clear, so RocksDB
+// skips it as safe to ignore; the value is far above RocksDB's own tags
+// (1-16 as of RocksDB 8) so that a later RocksDB tag will not collide.
+const customNumRangeDeletions = 0x1001
+
 // ErrUnsupportedColumnFamily is returned (wrapped) when a MANIFEST
 // describes a column family other than the default one.
 // It is base.ErrUnsupportedColumnFamily, shared with the WAL reader.
@@ -180,7 +186,8 @@ func (e *Edit) Encode(dst []byte) []byte {
 }
 
 // encodeNewFile4 appends a NewFile4 field as RocksDB 7.8 writes it, minus
-// the unique id (custom tag 12).
+// the unique id (custom tag 12), plus Strata's range-deletion count when it
+// is known.
 func encodeNewFile4(dst []byte, nf NewFileEntry) []byte {
 	f := nf.Meta
 	dst = putTag(dst, tagNewFile4)
@@ -207,6 +214,10 @@ func encodeNewFile4(dst []byte, nf NewFileEntry) []byte {
 	if f.MarkedForCompaction {
 		dst = putTag(dst, customNeedCompaction)
 		dst = putVarstring(dst, []byte{1})
+	}
+	if f.RangeDelsKnown {
+		dst = putTag(dst, customNumRangeDeletions)
+		dst = putVarstring(dst, binary.AppendUvarint(nil, f.NumRangeDeletions))
 	}
 	return putTag(dst, customTerminate)
 }

@@ -239,6 +239,9 @@ func (e *Edit) decodeCustomFields(d *decoder, f *FileMetadata) {
 			f.FileChecksum = append([]byte(nil), field...)
 		case customFileChecksumFunc:
 			f.FileChecksumFuncName = string(field)
+		case customNumRangeDeletions:
+			f.NumRangeDeletions = sub.uvarint("range deletion count")
+			f.RangeDelsKnown = sub.err == nil
 		case customPathID:
 			if len(field) != 1 || field[0] != 0 {
 				d.fail("file %d: only path 0 is supported", f.FileNum)

@@ -36,6 +36,14 @@ type FileMetadata struct {
 	FileChecksumFuncName string
 	// MarkedForCompaction asks the compaction picker to rewrite the file.
 	MarkedForCompaction bool
+	// NumRangeDeletions is the number of range tombstones in the file,
+	// meaningful only when RangeDelsKnown. Strata records it in the
+	// MANIFEST as a safe-to-ignore NewFile4 custom field, so that a reader
+	// can skip opening a table for its tombstones when it has none. A file
+	// described by a MANIFEST that lacks the field (one RocksDB wrote) has
+	// RangeDelsKnown false: its count is learned by opening it.
+	NumRangeDeletions uint64
+	RangeDelsKnown    bool
 
 	// Compacting is set while a compaction reads the file. Guarded by the
 	// db mutex; it is not recorded in the MANIFEST.
@@ -46,6 +54,12 @@ type FileMetadata struct {
 // upper bound, which may share its user key with the next file's smallest.
 func IsSentinel(k base.InternalKey) bool {
 	return k.Trailer == base.MakeTrailer(base.MaxSeqNum, base.KindRangeDelete)
+}
+
+// MayHaveRangeDeletions reports whether the file may hold range
+// tombstones: it does unless its count is known to be zero.
+func (f *FileMetadata) MayHaveRangeDeletions() bool {
+	return !f.RangeDelsKnown || f.NumRangeDeletions > 0
 }
 
 func (f *FileMetadata) String() string {
