@@ -586,10 +586,17 @@ func (it *Iterator) findPrevUserEntry() {
 		}
 		it.iterValid = it.iter.Prev()
 	}
-	it.valid = haveValue
-	if !haveValue {
-		it.checkErr()
+	if !it.iterValid {
+		// The walk ran off the start or met an error. An error may hide
+		// newer entries of savedKey (or a tombstone over it) and leaves
+		// nothing to resume from: the key gathered so far is not returned.
+		if err := it.iter.Error(); err != nil {
+			it.err = err
+			it.valid = false
+			return
+		}
 	}
+	it.valid = haveValue
 }
 
 func (it *Iterator) checkErr() {
