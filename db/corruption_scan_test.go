@@ -14,6 +14,7 @@ import (
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/testutil"
 	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/prefix"
 	"github.com/stratadb/strata/table"
 	"github.com/stretchr/testify/require"
 )
@@ -433,4 +434,54 @@ func TestCorruptTableScan(t *testing.T) {
 			_ = undetected
 		})
 	}
+}
+
+// TestCorruptTableAutoPrefixPrev: a bounded seek in auto prefix mode skips
+// a table by its filter; Prev then repositions without the filter and reads
+// that table for the first time. A damaged block there must stop Prev with
+// ErrCorruption naming the file (it used to step an exhausted merging
+// iterator).
+func TestCorruptTableAutoPrefixPrev(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &db.Options{CreateIfMissing: true, FS: fs, BloomBitsPerKey: 16,
+		PrefixExtractor: prefix.Fixed(4), DisableAutoCompactions: true}
+	d, err := db.Open(scanImageDir, opts)
+	require.NoError(t, err)
+	// The first table spans the seek key's prefix without holding it.
+	for _, k := range []string{"aaaa1", "cccc1"} {
+		require.NoError(t, d.Put([]byte(k), []byte(k), nil))
+	}
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Put([]byte("bbbb5"), []byte("bbbb5"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Close())
+
+	names, err := fs.List(scanImageDir)
+	require.NoError(t, err)
+	var tables []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sst") {
+			tables = append(tables, n)
+		}
+	}
+	sort.Strings(tables)
+	require.Len(t, tables, 2)
+	name := path.Join(scanImageDir, tables[0])
+	data := readMemFile(t, fs, name)
+	data[dataSize(t, data)/2] ^= 0x20
+	writeMemFile(t, fs, name, data)
+
+	d, err = db.Open(scanImageDir, opts)
+	require.NoError(t, err)
+	defer d.Close()
+	it := d.NewIterator(&db.ReadOptions{UpperBound: []byte("bbbb9")})
+	it.Seek([]byte("bbbb3"))
+	require.NoError(t, it.Err(), "the filter should have kept the damaged table out of the seek")
+	require.True(t, it.Valid())
+	require.Equal(t, "bbbb5", string(it.Key()))
+	it.Prev()
+	require.False(t, it.Valid())
+	require.ErrorIs(t, it.Err(), db.ErrCorruption)
+	require.Contains(t, it.Err().Error(), tables[0])
+	require.ErrorIs(t, it.Close(), db.ErrCorruption)
 }
