@@ -473,7 +473,14 @@ func (it *Iterator) Prev() {
 			// keys before the Seek key: reposition without the filter.
 			it.filterPrefix = nil
 			it.resetFilteredChildren()
-			it.iter.SeekGE(it.savedKey)
+			if !it.iter.SeekGE(it.savedKey) {
+				// An error (the current key is there): stepping back
+				// from an exhausted iterator is not allowed.
+				it.iterValid = false
+				it.dir = reverse
+				it.findPrevUserEntry()
+				return
+			}
 		}
 		for {
 			it.iterValid = it.iter.Prev()
