@@ -473,7 +473,14 @@ func (it *Iterator) Prev() {
 			// keys before the Seek key: reposition without the filter.
 			it.filterPrefix = nil
 			it.resetFilteredChildren()
-			it.iter.SeekGE(it.savedKey)
+			if !it.iter.SeekGE(it.savedKey) {
+				// An error (the current key is there): stepping back
+				// from an exhausted iterator is not allowed.
+				it.iterValid = false
+				it.dir = reverse
+				it.findPrevUserEntry()
+				return
+			}
 		}
 		for {
 			it.iterValid = it.iter.Prev()
@@ -586,10 +593,17 @@ func (it *Iterator) findPrevUserEntry() {
 		}
 		it.iterValid = it.iter.Prev()
 	}
-	it.valid = haveValue
-	if !haveValue {
-		it.checkErr()
+	if !it.iterValid {
+		// The walk ran off the start or met an error. An error may hide
+		// newer entries of savedKey (or a tombstone over it) and leaves
+		// nothing to resume from: the key gathered so far is not returned.
+		if err := it.iter.Error(); err != nil {
+			it.err = err
+			it.valid = false
+			return
+		}
 	}
+	it.valid = haveValue
 }
 
 func (it *Iterator) checkErr() {

@@ -91,7 +91,7 @@ func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
 	}
 	n := h.size + blockTrailerLen // no overflow: h lies within the file
 	if ra.buf != nil && h.offset >= ra.off && h.offset+n <= ra.off+uint64(len(ra.buf)) {
-		ra.nextOff = h.offset + n
+		ra.nextOff, ra.lastOff = h.offset+n, h.offset
 		start := h.offset - ra.off
 		b, err = r.decodeRaw(h, ra.buf[start:start+n:start+n], true)
 		return b, true, err
