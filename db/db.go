@@ -229,9 +229,36 @@ func (d *DB) checkOpen() error {
 	return nil
 }
 
+// beginOp registers a manual operation (Flush, CompactRange, SetOptions)
+// that may write to the directory; Close waits for every registered one
+// before it releases the directory. Once Close has set closing, it refuses
+// with ErrClosed. Callers call endOp when done.
+//
+// Registration joins d.mu.bgWG under d.mu, as background flushes and
+// compactions do, and Close sets closing under d.mu before it waits: every
+// Add happens before the Wait, and none comes after it.
+func (d *DB) beginOp(what string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.closing {
+		return errors.Wrapf(ErrClosed, "strata: %s: database is closed", what)
+	}
+	d.mu.bgWG.Add(1)
+	return nil
+}
+
+// endOp ends an operation registered by beginOp.
+func (d *DB) endOp() { d.mu.bgWG.Done() }
+
 // Close flushes every write that is only in memtables (so DisableWAL writes
 // persist), waits for background work and releases the directory. A second
 // Close returns ErrClosed.
+//
+// Guarantee: once Close returns, nothing of this DB touches the directory.
+// Background flushes and compactions, and Flush, CompactRange and SetOptions
+// calls running on other goroutines, either finish before Close returns or
+// return ErrClosed without writing (see beginOp); writes in the commit
+// pipeline are drained first.
 func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return errors.Wrap(ErrClosed, "strata: database already closed")
