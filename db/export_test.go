@@ -69,3 +69,10 @@ func NewPrefixCheck(d *DB) func() bool {
 	e.knownGood.Store(h)
 	return func() bool { return d.prefixFilterUsable(e, d.extractor.Load()) }
 }
+
+// IsClosing reports whether Close has begun refusing new work (d.mu.closing).
+func IsClosing(d *DB) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.closing
+}
