@@ -63,7 +63,9 @@ type compaction struct {
 	maxOverlap uint64
 }
 
-var errCompactionAborted = errors.New("strata: compaction aborted: database closing")
+// errCompactionAborted ends a compaction that Close interrupted; a
+// CompactRange call returns it, so it wraps ErrClosed.
+var errCompactionAborted = errors.Wrap(ErrClosed, "strata: compaction aborted: database closing")
 
 func (d *DB) optInt(v *atomic.Int64, def int) int {
 	if n := v.Load(); n > 0 {
@@ -330,6 +332,10 @@ func (d *DB) CompactRange(start, end []byte) error {
 	if start != nil && end != nil && base.CompareUser(start, end) > 0 {
 		return errors.Wrapf(ErrInvalidArgument, "strata: CompactRange start %q > end %q", start, end)
 	}
+	if err := d.beginOp("CompactRange"); err != nil {
+		return err
+	}
+	defer d.endOp()
 	if err := d.Flush(); err != nil {
 		return err
 	}
@@ -356,6 +362,9 @@ func (d *DB) CompactRange(start, end []byte) error {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
+		if d.mu.closing {
+			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
+		}
 		v := d.mu.versions.Current()
 		p := v.PickRange(level, level+1, start, end)
 		if p == nil {
@@ -373,6 +382,9 @@ func (d *DB) CompactRange(start, end []byte) error {
 // manualFIFOLocked applies FIFO's size limit now. d.mu must be held.
 func (d *DB) manualFIFOLocked() error {
 	for d.mu.bgErr == nil {
+		if d.mu.closing {
+			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
+		}
 		c := d.pickFIFOLocked(d.mu.versions.Current(), false)
 		if c == nil {
 			break

@@ -71,6 +71,10 @@ type DB struct {
 	// optionsReport lists the settings of the OPTIONS file found at Open
 	// that did not map onto ours; written once during Open.
 	optionsReport []string
+	// testingBetweenViewAndSeq, when set (by tests only, before the DB is
+	// used concurrently), runs in every read between loading the read view
+	// and loading the sequence number (see readState).
+	testingBetweenViewAndSeq func()
 	// testingCompareNamesAlways disables the known-good pointer check in
 	// prefixFilterUsable, reproducing the per-call Name comparison that
 	// RocksDB PR 9407 removed. Benchmarks only.
@@ -124,6 +128,35 @@ type memTable struct {
 // readState is an immutable view of the read path: the memtables and the
 // version at one moment. The version is referenced while the readState is
 // current or held by a reader.
+//
+// Invariant: a read (Get, MultiGet, NewIterator) loads its readState
+// first and its sequence number (visibleSeq+1, or its snapshot's) second.
+// The pair is then consistent without a lock, as in Pebble:
+//
+//   - The view is pinned: while referenced, its memtables stay readable
+//     and its version's files stay on disk (deleteObsoleteFilesLocked keeps
+//     every file of a referenced version), so no flush or compaction that
+//     runs after the load can remove a version of a key from what the
+//     reader searches. Compaction only rewrites files into newer versions.
+//   - Every write published before the view was loaded is in it: in one of
+//     its memtables, or in a table of its version once flushed (a memtable
+//     leaves the view only when the version holding its table replaces it).
+//   - A write published between the two loads, with a sequence number at or
+//     below the reader's, is either in the view's mutable memtable (and
+//     seen) or in a memtable made after the view was loaded. Memtables are
+//     filled in sequence order by one leader at a time, so such a write is
+//     newer than everything the view holds: the reader sees every write up
+//     to some sequence number, a consistent prefix that includes every write
+//     acknowledged before the read began.
+//
+// The opposite order is wrong: a reader that loads the sequence number S
+// first and the view second can meet a view in which a compaction (which
+// knew of no snapshot at S, since plain reads register none) already merged
+// away the version visible at S under a newer overwrite, and miss a key that
+// existed throughout. Snapshots need no such order: NewSnapshot takes its
+// sequence number and joins the list under d.mu, and compactions read the
+// list under d.mu, so every compaction either sees the snapshot or merges
+// only entries older than its sequence number (see compactLocked).
 type readState struct {
 	refs    atomic.Int32
 	mems    []*memTable // the mutable memtable, then the immutable ones newest first
@@ -175,6 +208,14 @@ func (d *DB) updateReadStateLocked() {
 	}
 }
 
+// testingHookBetweenViewAndSeq runs the test hook, if any: one nil check on
+// the read path.
+func (d *DB) testingHookBetweenViewAndSeq() {
+	if f := d.testingBetweenViewAndSeq; f != nil {
+		f()
+	}
+}
+
 // unrefVersion drops a reference to v. Files only v referenced become
 // obsolete; they are deleted at the end of the next flush or compaction, or
 // at Close. Deleting here would need d.mu, which the caller may hold (a
@@ -191,9 +232,36 @@ func (d *DB) checkOpen() error {
 	return nil
 }
 
+// beginOp registers a manual operation (Flush, CompactRange, SetOptions)
+// that may write to the directory; Close waits for every registered one
+// before it releases the directory. Once Close has set closing, it refuses
+// with ErrClosed. Callers call endOp when done.
+//
+// Registration joins d.mu.bgWG under d.mu, as background flushes and
+// compactions do, and Close sets closing under d.mu before it waits: every
+// Add happens before the Wait, and none comes after it.
+func (d *DB) beginOp(what string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mu.closing {
+		return errors.Wrapf(ErrClosed, "strata: %s: database is closed", what)
+	}
+	d.mu.bgWG.Add(1)
+	return nil
+}
+
+// endOp ends an operation registered by beginOp.
+func (d *DB) endOp() { d.mu.bgWG.Done() }
+
 // Close flushes every write that is only in memtables (so DisableWAL writes
 // persist), waits for background work and releases the directory. A second
 // Close returns ErrClosed.
+//
+// Guarantee: once Close returns, nothing of this DB touches the directory.
+// Background flushes and compactions, and Flush, CompactRange and SetOptions
+// calls running on other goroutines, either finish before Close returns or
+// return ErrClosed without writing (see beginOp); writes in the commit
+// pipeline are drained first.
 func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return errors.Wrap(ErrClosed, "strata: database already closed")

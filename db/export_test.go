@@ -12,6 +12,11 @@ import (
 
 // Test-only access to internals, for the db_test package.
 
+// SetBetweenViewAndSeqHook makes every read (Get, MultiGet, NewIterator)
+// call f after loading its read view and before loading its sequence
+// number. Set it before the DB is used concurrently.
+func SetBetweenViewAndSeqHook(d *DB, f func()) { d.testingBetweenViewAndSeq = f }
+
 // SetCompareNamesAlways makes every prefix-filter check compare extractor
 // Names (the per-call comparison RocksDB PR 9407 removed).
 func SetCompareNamesAlways(d *DB, on bool) { d.testingCompareNamesAlways = on }
@@ -63,4 +68,11 @@ func NewPrefixCheck(d *DB) func() bool {
 	e := &tableEntry{prefixName: h.name}
 	e.knownGood.Store(h)
 	return func() bool { return d.prefixFilterUsable(e, d.extractor.Load()) }
+}
+
+// IsClosing reports whether Close has begun refusing new work (d.mu.closing).
+func IsClosing(d *DB) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.closing
 }

@@ -176,6 +176,10 @@ func (d *DB) Flush() error {
 	if d.opts.ReadOnly {
 		return errors.Wrap(ErrReadOnly, "strata: Flush on a read-only database")
 	}
+	if err := d.beginOp("Flush"); err != nil {
+		return err
+	}
+	defer d.endOp()
 	// Rotate from inside the commit pipeline, so that no leader is
 	// applying a batch to the memtable being rotated, and so that the flush
 	// covers every write acknowledged before Flush was called.

@@ -76,8 +76,12 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	if ro == nil {
 		ro = &ReadOptions{}
 	}
+	// The read view first, then the sequence number: see readState.
+	rs := d.loadReadState()
+	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(ro)
 	if err != nil {
+		rs.unref()
 		it.err, it.closed = err, true
 		return it
 	}
@@ -92,7 +96,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
 	it.h = d.extractor.Load()
-	st, err := d.acquireIterState(snap)
+	st, err := d.acquireIterState(rs, snap)
 	if err != nil {
 		it.err, it.closed = err, true
 		return it
@@ -125,10 +129,10 @@ type iterState struct {
 	hasTombs  bool // some source had tombstones when the state was built
 }
 
-// acquireIterState returns the iterator state of the current read view,
-// reusing the cached one when it belongs to the same view.
-func (d *DB) acquireIterState(snap base.SeqNum) (*iterState, error) {
-	rs := d.loadReadState()
+// acquireIterState returns the iterator state of the read view rs, reusing
+// the cached one when it belongs to the same view. It takes over the
+// caller's reference on rs.
+func (d *DB) acquireIterState(rs *readState, snap base.SeqNum) (*iterState, error) {
 	if st := d.iterCache.Swap(nil); st != nil {
 		if st.rs == rs {
 			rs.unref() // st holds its own reference

@@ -28,13 +28,14 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
-	// Take the sequence number before the read view: the view then holds
-	// every write acknowledged before the sequence number was read.
+	// The read view first, then the sequence number: see readState.
+	rs := d.loadReadState()
+	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(ro)
 	if err != nil {
+		rs.unref()
 		return nil, err
 	}
-	rs := d.loadReadState()
 	v, err := d.get(rs, key, snap, d.extractor.Load())
 	rs.unref()
 	return v, err
@@ -54,11 +55,14 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 	if err := d.checkOpen(); err != nil {
 		return fail(err)
 	}
+	// The read view first, then the sequence number: see readState.
+	rs := d.loadReadState()
+	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(ro)
 	if err != nil {
+		rs.unref()
 		return fail(err)
 	}
-	rs := d.loadReadState()
 	h := d.extractor.Load()
 	for i, k := range keys {
 		vals[i], errs[i] = d.get(rs, k, snap, h)

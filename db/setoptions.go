@@ -81,6 +81,10 @@ func (d *DB) SetOptions(opts map[string]string) error {
 		}
 		applies = append(applies, apply)
 	}
+	if err := d.beginOp("SetOptions"); err != nil {
+		return err
+	}
+	defer d.endOp()
 	d.setOptionsMu.Lock()
 	defer d.setOptionsMu.Unlock()
 	for _, apply := range applies {

@@ -89,7 +89,7 @@ func (tc *tableCache) insert(fileNum uint64) *tableEntry {
 		e.refs.Store(1) // the cache's reference
 		tc.entries[fileNum] = e
 		tc.clock = append(tc.clock, e)
-		evicted = tc.evictLocked()
+		evicted = tc.evictLocked(e)
 	}
 	e.refs.Add(1)
 	tc.mu.Unlock()
@@ -171,14 +171,18 @@ func (tc *tableCache) evict(fileNum uint64) {
 
 // evictLocked keeps at most max entries with the CLOCK policy and returns
 // the entries it dropped, whose cache reference the caller releases after
-// unlocking. tc.mu must be held.
-func (tc *tableCache) evictLocked() (evicted []*tableEntry) {
+// unlocking. keep, the entry being inserted, is never dropped: it is not
+// touched yet (its reader is not even open), so the CLOCK would otherwise
+// pick it first whenever the hand passes it, and an insert would evict
+// itself and leave the cache holding the older entries. Since max >= 1,
+// another entry is always there to drop. tc.mu must be held.
+func (tc *tableCache) evictLocked(keep *tableEntry) (evicted []*tableEntry) {
 	for len(tc.clock) > tc.max {
 		if tc.hand >= len(tc.clock) {
 			tc.hand = 0
 		}
 		e := tc.clock[tc.hand]
-		if e.touched.Swap(false) {
+		if e == keep || e.touched.Swap(false) {
 			tc.hand++
 			continue
 		}

@@ -264,3 +264,28 @@ func BenchmarkSet(b *testing.B) {
 		c.Set(1, uint64(i)*4096, v)
 	}
 }
+
+// TestCache_InsertNeverEvictsItself fills a shard with referenced entries,
+// which get second chances ahead of a new one: the entry being inserted
+// must still be the one kept, down to a shard with room for one block.
+func TestCache_InsertNeverEvictsItself(t *testing.T) {
+	const size = 1000
+	for _, slots := range []int{1, 2, 4} {
+		c := newWithShards(int64(slots)*(size+EntryOverhead), 1)
+		for off := uint64(0); off < uint64(slots); off++ {
+			c.Set(1, off, block(1, off, size))
+		}
+		for round := uint64(0); round < 3*uint64(slots); round++ {
+			// Reference every cached entry, then insert a new one.
+			for off := uint64(0); off < uint64(slots)+round; off++ {
+				c.Get(1, off)
+			}
+			off := uint64(slots) + round
+			c.Set(1, off, block(1, off, size))
+			v, ok := c.Get(1, off)
+			require.True(t, ok, "slots %d: the inserted block %d was evicted", slots, off)
+			require.Equal(t, block(1, off, size), v)
+			checkInvariants(t, c)
+		}
+	}
+}
