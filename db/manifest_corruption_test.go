@@ -379,3 +379,31 @@ func mcList(t *testing.T, fs vfs.FS) []string {
 	}
 	return out
 }
+
+// TestCurrentByteFlips: a damaged CURRENT (it names the MANIFEST) gives
+// ErrCorruption or exactly the data, like a damaged MANIFEST.
+func TestCurrentByteFlips(t *testing.T) {
+	orig := vfs.NewMem()
+	m, keys := mcShapes[1].build(t, orig)
+	current := filepath.Join(mcDir, "CURRENT")
+	data := mcRead(t, orig, current)
+	var failures []string
+	for off := range data {
+		for _, mask := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff} {
+			fs := mcClone(t, orig)
+			damaged := append([]byte(nil), data...)
+			damaged[off] ^= mask
+			mcWriteFile(t, fs, current, damaged)
+			if diff := mcOpenDamaged(fs, m, keys); diff != "" {
+				failures = append(failures, fmt.Sprintf("offset %d ^%#x: %s", off, mask, diff))
+			}
+		}
+	}
+	if len(failures) > 0 {
+		n := len(failures)
+		if len(failures) > 20 {
+			failures = failures[:20]
+		}
+		t.Fatalf("%d flips of CURRENT misreported:\n%s", n, joinLines(failures))
+	}
+}

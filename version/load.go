@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/vfs"
@@ -37,7 +38,12 @@ func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	name := base.MakeFilename(base.FileKindManifest, num)
 	f, err := fs.Open(vs.path(name))
 	if err != nil {
-		return nil, errors.Wrapf(err, "strata: version: opening %s named by CURRENT", name)
+		err = errors.Wrapf(err, "strata: version: opening %s named by CURRENT", name)
+		if oserror.IsNotExist(err) {
+			// As RocksDB: CURRENT points to a non-existent file.
+			err = base.MarkCorruption(err)
+		}
+		return nil, err
 	}
 	defer f.Close()
 	r := replay{vs: vs, name: name, b: newBuilder(&Version{})}

@@ -90,3 +90,12 @@ func TestLoad_LastSequenceBelowTables(t *testing.T) {
 	require.Contains(t, err.Error(), "000005.sst")
 	require.Contains(t, err.Error(), "MANIFEST-000001")
 }
+
+// TestLoad_CurrentNamesMissingManifest: CURRENT naming a MANIFEST that is
+// not there (a damaged digit) is corruption, as in RocksDB.
+func TestLoad_CurrentNamesMissingManifest(t *testing.T) {
+	_, data, _ := smallManifest(t)
+	_, err := Load(writeDB(t, data, "MANIFEST-000011\n"), dir, Options{})
+	require.True(t, errors.Is(err, base.ErrCorruption), "%v", err)
+	require.Contains(t, err.Error(), "MANIFEST-000011")
+}
