@@ -47,9 +47,13 @@ func (d *DB) checkTables(v *version.Version, tables []uint64, manifest string) e
 // the WAL into that table is gone from the MANIFEST: opening would replay
 // nothing and drop the table's data (the sweep would delete it).
 //
-// A missing WAL alone proves nothing: RocksDB's recovery may record a log
-// number no WAL carries. An unnamed table alone proves nothing either: a
-// crash during a flush or compaction leaves one.
+// A missing WAL alone proves nothing: RocksDB's recovery records the
+// highest recovered WAL number plus one, which no WAL carries (ldb leaves
+// exactly that). An unnamed table alone proves nothing either: a crash
+// during a flush or compaction leaves one. Both together can still be a
+// false alarm in one narrow case: a RocksDB-written directory whose last
+// session recovered WALs, flushed nothing, and crashed during a compaction.
+// Opening it with RocksDB once clears the leftover table.
 func (d *DB) checkLogNumber(vs *version.VersionSet, logs, tables []uint64, manifest string) error {
 	logNum := vs.LogNumber()
 	for _, n := range logs {
