@@ -216,8 +216,8 @@ func errorsIsNotFound(err error) bool { return errors.Is(err, db.ErrNotFound) }
 
 // mcOpenDamaged opens fs (holding a damaged MANIFEST) and returns "" when
 // the outcome is acceptable: ErrCorruption at Open, or exactly the model,
-// also after a new write to a key (a lowered last sequence would hide it)
-// and a reopen.
+// after which a new write to a key must be what Get returns (a lowered last
+// sequence would hide it behind the recovered value).
 func mcOpenDamaged(fs vfs.FS, m *testutil.Model, keys [][]byte) string {
 	d, err := db.Open(mcDir, &db.Options{FS: fs, DisableAutoCompactions: true})
 	if err != nil {
