@@ -177,8 +177,9 @@ func mcCheck(d *db.DB, m *testutil.Model, keys [][]byte) string {
 	i := 0
 	for it.SeekToFirst(); it.Valid(); it.Next() {
 		if i >= len(want) {
+			k := string(it.Key())
 			it.Close()
-			return fmt.Sprintf("scan: extra key %q", it.Key())
+			return fmt.Sprintf("scan: extra key %q", k)
 		}
 		if string(it.Key()) != want[i].Key || string(it.Value()) != want[i].Value {
 			k := string(it.Key())
