@@ -151,6 +151,16 @@ func (d *DB) open() error {
 		return errors.Wrapf(ErrInvalidArgument, "strata: database %s already exists and ErrorIfExists is set", d.dirname)
 	default:
 		vs, err = loadVersions(d, vopts)
+		if err == nil {
+			manifest := base.MakeFilename(base.FileKindManifest, vs.ManifestFileNum())
+			err = d.checkTables(vs.Current(), listing.tables, manifest)
+			if err == nil {
+				err = d.checkLogNumber(vs, listing.logs, listing.tables, manifest)
+			}
+			if err != nil {
+				vs.Close()
+			}
+		}
 	}
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // makeManyFileDB lays out a database whose MANIFEST lists n table files
 // (non-overlapping, spread over L1..L6) and whose directory holds them, as
 // empty files: Open must not open any table, so their contents never
-// matter.
+// matter. (Their recorded size is 0, the size Open checks them against.)
 func makeManyFileDB(tb testing.TB, n int) string {
 	dir := tb.TempDir()
 	fs := vfs.Default
@@ -28,7 +28,7 @@ func makeManyFileDB(tb testing.TB, n int) string {
 		lo := []byte(fmt.Sprintf("key%09d", 2*i))
 		hi := []byte(fmt.Sprintf("key%09d", 2*i+1))
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: level, Meta: &version.FileMetadata{
-			FileNum: num, Size: 1 << 20,
+			FileNum: num, Size: 0,
 			Smallest:    base.MakeInternalKey(lo, base.SeqNum(i+1), base.KindSet),
 			Largest:     base.MakeInternalKey(hi, base.SeqNum(i+1), base.KindSet),
 			SmallestSeq: base.SeqNum(i + 1), LargestSeq: base.SeqNum(i + 1),

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/errors"
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/vfs"
@@ -16,8 +17,16 @@ const maxCurrentSize = 4096
 // Load recovers the VersionSet of dir: it reads CURRENT, replays the MANIFEST
 // it names and installs the resulting Version. A torn last record (cut by a
 // crash) is dropped: its edit was never acknowledged. Other damage gives an
-// error of class base.ErrCorruption naming the MANIFEST and offset. An edit
+// error of class base.ErrCorruption naming the MANIFEST and offset: a bad
+// checksum, a malformed edit, a damaged fragment header (even in the last
+// block, where a damaged length could pass for a torn write; see package
+// record), a table whose sequence numbers exceed the last sequence. An edit
 // for a column family other than the default gives ErrUnsupportedColumnFamily.
+//
+// A MANIFEST cut exactly at a record boundary reads as a valid, older
+// history: Load cannot tell it from a complete one. The db checks the
+// recovered state against the directory (every table present with its
+// size; the oldest live WAL present unless no later table is unrecorded).
 // The loaded MANIFEST is not written to again; the first LogAndApply starts a
 // new one.
 func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
@@ -29,7 +38,12 @@ func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	name := base.MakeFilename(base.FileKindManifest, num)
 	f, err := fs.Open(vs.path(name))
 	if err != nil {
-		return nil, errors.Wrapf(err, "strata: version: opening %s named by CURRENT", name)
+		err = errors.Wrapf(err, "strata: version: opening %s named by CURRENT", name)
+		if oserror.IsNotExist(err) {
+			// As RocksDB: CURRENT points to a non-existent file.
+			err = base.MarkCorruption(err)
+		}
+		return nil, err
 	}
 	defer f.Close()
 	r := replay{vs: vs, name: name, b: newBuilder(&Version{})}
@@ -39,6 +53,9 @@ func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	v, err := r.b.finish()
 	if err == nil {
 		err = v.CheckOrdering()
+	}
+	if err == nil {
+		err = checkLastSeq(v, vs.lastSeq)
 	}
 	if err != nil {
 		return nil, base.CorruptionErrorf("version: %s: %v", name, err)
@@ -52,6 +69,21 @@ func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	}
 	vs.install(v)
 	return vs, nil
+}
+
+// checkLastSeq verifies that no table holds a sequence number above the
+// recorded last sequence: new writes would reuse those numbers and be
+// shadowed by older data.
+func checkLastSeq(v *Version, last base.SeqNum) error {
+	for level, files := range v.Levels {
+		for _, f := range files {
+			if f.LargestSeq > last {
+				return errors.Newf("table %s (L%d) holds sequence number %d, above the last sequence %d",
+					base.MakeFilename(base.FileKindTable, f.FileNum), level, f.LargestSeq, last)
+			}
+		}
+	}
+	return nil
 }
 
 func (v *Version) liveNums() map[uint64]struct{} {

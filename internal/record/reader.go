@@ -165,8 +165,10 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 		hdr := r.buf[r.off:r.n]
 		typ = hdr[6]
 		length := int(binary.LittleEndian.Uint16(hdr[4:6]))
-		if typ == zeroType && length == 0 {
-			// Preallocated or zero-filled space: the log ends here.
+		if typ == zeroType && length == 0 && binary.LittleEndian.Uint32(hdr[0:4]) == 0 {
+			// Preallocated or zero-filled space: the log ends here. (A
+			// header with only its type and length zero is damage: the
+			// checksum check below reports it.)
 			return 0, nil, errEnd
 		}
 		hsize := HeaderSize
@@ -175,6 +177,12 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 		}
 		if hsize+length > left {
 			if r.eof {
+				if misframed(hdr) {
+					// The fragment is whole: a damaged header, not a
+					// write cut short by a crash.
+					return 0, nil, r.corrupt(r.blockStart+int64(r.off),
+						"fragment length %d or type %d damaged (a complete fragment follows the header)", length, typ)
+				}
 				return 0, nil, errTorn
 			}
 			return 0, nil, r.corrupt(r.blockStart+int64(r.off),
@@ -205,4 +213,49 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// misframed reports whether rest, the unread bytes of the last block from a
+// fragment header whose length overruns the end of the file, in fact holds
+// a complete fragment whose header has one damaged byte: the checksum
+// matches the payload under the recorded type with a length that differs
+// in one byte, or under another fragment type with the recorded length.
+// A write cut short by a crash holds only a prefix of its payload, so the
+// checksum cannot match (but for a 2^-32 chance per candidate, about 520
+// candidates). Without this check a flipped length byte would make every
+// later record look like a torn tail and be dropped silently.
+func misframed(rest []byte) bool {
+	if len(rest) < HeaderSize {
+		return false
+	}
+	want := binary.LittleEndian.Uint32(rest[0:4])
+	length := int(binary.LittleEndian.Uint16(rest[4:6]))
+	typ := rest[6]
+	matches := func(t byte, n int) bool {
+		hsize := HeaderSize
+		if t >= recyclableFull && t <= recyclableLast {
+			hsize = RecyclableHeaderSize
+		}
+		if hsize+n > len(rest) {
+			return false
+		}
+		return fragmentCRC(t, rest[HeaderSize:hsize], rest[hsize:hsize+n]) == want
+	}
+	for t := byte(fullType); t <= recyclableLast; t++ {
+		if t != typ && matches(t, length) {
+			return true
+		}
+	}
+	if typ < fullType || typ > recyclableLast {
+		return false
+	}
+	for x := 0; x < 256; x++ {
+		if lo := length&0xff00 | x; lo != length && matches(typ, lo) {
+			return true
+		}
+		if hi := length&0x00ff | x<<8; hi != length && matches(typ, hi) {
+			return true
+		}
+	}
+	return false
 }

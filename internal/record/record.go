@@ -49,10 +49,16 @@
 //   - ErrTornTail: the log ends inside a logical record (a header or payload
 //     cut by EOF, or a FIRST/MIDDLE without its LAST). This is what a crash
 //     during a write leaves behind; the caller may drop it when the file is
-//     the last log.
+//     the last log. A header whose length overruns the end of the file is
+//     only taken for a torn write when the bytes after it do not form a
+//     complete fragment under that header with one byte changed (its
+//     length or type): a damaged length in the last block would otherwise
+//     turn every later record into a "torn tail" and drop it silently.
 //   - an error of class base.ErrCorruption naming the file and byte offset:
-//     a checksum mismatch, an unknown type or a length that overruns a full
-//     block, or fragments out of order.
+//     a checksum mismatch, an unknown type, a length that overruns a full
+//     block, a damaged header in the last block (above), or fragments out
+//     of order. A zero type and length count as the end of the log only
+//     with a zero checksum too.
 package record
 
 import (

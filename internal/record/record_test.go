@@ -316,3 +316,60 @@ func BenchmarkWriter_WriteRecord(b *testing.B) {
 		buf.Reset()
 	}
 }
+
+// headerOffsets returns the file offsets of every fragment header of log.
+func headerOffsets(log []byte) []int {
+	var offs []int
+	for blk := 0; blk < len(log); blk += BlockSize {
+		end := min(blk+BlockSize, len(log))
+		for off := blk; end-off >= HeaderSize; {
+			offs = append(offs, off)
+			off += HeaderSize + int(binary.LittleEndian.Uint16(log[off+4:off+6]))
+		}
+	}
+	return offs
+}
+
+// TestReader_HeaderDamageIsCorruption: one damaged byte in any fragment
+// header, the last one included, is corruption, never a torn tail or a
+// clean end that silently drops the records after it. (A flipped length
+// used to make the rest of the last block look like a torn write.)
+func TestReader_HeaderDamageIsCorruption(t *testing.T) {
+	logs := map[string][]byte{}
+	_, logs["small"] = smallLog(t)
+	logs["short records"] = writeLog(t, [][]byte{[]byte("a"), {}, bytes.Repeat([]byte("b"), 300), []byte("c"), {}})
+	logs["long last record"] = writeLog(t, [][]byte{[]byte("a"), bytes.Repeat([]byte("z"), 1000)})
+	for name, log := range logs {
+		offs := headerOffsets(log)
+		require.NotEmpty(t, offs)
+		damaged := make([]byte, len(log))
+		for _, h := range offs {
+			for i := h; i < h+HeaderSize; i++ {
+				for _, flip := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff, 0x55} {
+					copy(damaged, log)
+					damaged[i] ^= flip
+					_, err := readAll(damaged, 7)
+					require.True(t, errors.Is(err, base.ErrCorruption),
+						"%s: byte %d (header at %d) ^%#x: %v", name, i, h, flip, err)
+				}
+			}
+		}
+	}
+}
+
+// TestReader_TornLastRecordStaysTorn: a record cut at any length after its
+// header is a torn tail, not corruption, even though the reader now checks
+// whether the header is damaged.
+func TestReader_TornLastRecordStaysTorn(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	last := make([]byte, 3000)
+	rng.Read(last)
+	log := writeLog(t, [][]byte{[]byte("first"), last})
+	start := headerOffsets(log)[1]
+	for n := start + 1; n < len(log); n++ {
+		got, err := readAll(log[:n], 7)
+		require.ErrorIs(t, err, ErrTornTail, "cut at %d", n)
+		require.False(t, errors.Is(err, base.ErrCorruption), "cut at %d", n)
+		require.Len(t, got, 1)
+	}
+}
