@@ -86,3 +86,43 @@ func TestBatchSizeLimitDefault(t *testing.T) {
 	require.Less(t, db.MaxBatchArena(), int64(1)<<32)
 	require.Greater(t, db.MaxBatchArena(), int64(1)<<32-1<<20)
 }
+
+// TestBatchSizeLimitReplay: a WAL batch larger than a memtable can hold
+// (here: written before the limit was lowered; in life a RocksDB WAL with a
+// batch over 4 GiB) fails Open with ErrInvalidArgument naming the WAL and
+// offset, without a panic.
+func TestBatchSizeLimitReplay(t *testing.T) {
+	mem := vfs.NewMem()
+	d, err := db.Open("/db", &db.Options{FS: mem, CreateIfMissing: true, WriteBufferSize: 64 << 10})
+	require.NoError(t, err)
+	b := db.NewBatch()
+	b.Put([]byte("small"), []byte("1"))
+	require.NoError(t, d.Write(b, &db.WriteOptions{Sync: true}))
+	b.Reset()
+	b.Put([]byte("a"), make([]byte, 2000))
+	b.Put([]byte("b"), make([]byte, 2000))
+	require.NoError(t, d.Write(b, &db.WriteOptions{Sync: true}))
+	need := db.BatchArenaNeed(b)
+	img := mem.CrashClone() // the batches are only in the WAL
+	require.NoError(t, d.Close())
+
+	restore := db.SetMaxBatchArena(need - 1)
+	err = noPanic(func() error {
+		d, err := db.Open("/db", &db.Options{FS: img, WriteBufferSize: 64 << 10})
+		if err == nil {
+			err = d.Close()
+		}
+		return err
+	})
+	requireInvalid(t, err, ".log offset ")
+	require.Contains(t, err.Error(), fmt.Sprint(need-1))
+	restore()
+	// Nothing was lost: with the limit back, everything replays.
+	d, err = db.Open("/db", &db.Options{FS: img, WriteBufferSize: 64 << 10})
+	require.NoError(t, err)
+	for _, k := range []string{"small", "a", "b"} {
+		_, err := d.Get([]byte(k), nil)
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, d.Close())
+}

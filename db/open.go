@@ -276,13 +276,14 @@ func (d *DB) replayWALLocked(num uint64, last bool) error {
 // applyRecoveredLocked applies one recovered batch, moving full memtables
 // aside (to be flushed by the caller, or kept when read-only).
 func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) error {
-	if need := arenaNeed(b); !d.mu.mem.fits(need) {
-		if int64(need) > maxBatchArena {
-			// RocksDB's memtables grow; this one has one arena of at most
-			// memtable.MaxArenaSize bytes, which the batch cannot fit in.
-			return errors.Wrapf(ErrInvalidArgument, "strata: WAL %s offset %d: a batch of %d bytes and %d records is larger than a memtable can hold (%d bytes)",
-				name, offset, b.Len(), b.Count(), maxBatchArena)
-		}
+	need := arenaNeed(b)
+	if int64(need) > maxBatchArena {
+		// RocksDB's memtables grow; ours are one arena of at most
+		// memtable.MaxArenaSize bytes, which the batch cannot fit in.
+		return errors.Wrapf(ErrInvalidArgument, "strata: WAL %s offset %d: a batch of %d bytes and %d records needs %d memtable bytes, above the limit of %d",
+			name, offset, b.Len(), b.Count(), need, maxBatchArena)
+	}
+	if !d.mu.mem.fits(need) {
 		m, err := d.newMemTable(0, need)
 		if err != nil {
 			return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)
