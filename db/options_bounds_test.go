@@ -357,6 +357,7 @@ func TestSetOptionsBounds(t *testing.T) {
 		if r.ok {
 			require.NoError(t, err, what)
 		} else {
+			require.Error(t, err, what)
 			requireInvalid(t, err, strconv.Quote(r.key))
 			require.Contains(t, err.Error(), strconv.Quote(r.value), what)
 			require.Equal(t, before, db.MutableOptionsState(d), what)
