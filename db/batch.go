@@ -48,10 +48,17 @@ func (b *Batch) DeleteRange(start, end []byte) {
 // refuse reports whether a record of the given sizes must not be added,
 // recording the error for Write.
 func (b *Batch) refuse(keyLen, valueLen int, hasValue bool) bool {
+	if b.err == nil && batchFits(b.b.Len(), b.b.Count(), keyLen+valueLen) {
+		return false
+	}
+	return b.refuseSlow(keyLen, valueLen, hasValue)
+}
+
+func (b *Batch) refuseSlow(keyLen, valueLen int, hasValue bool) bool {
 	if b.err != nil {
 		return true
 	}
-	if err := checkBatchGrowth(b.b.Len(), b.b.Count(), keyLen, valueLen, hasValue); err != nil {
+	if err := batchGrowthError(b.b.Len(), b.b.Count(), keyLen, valueLen, hasValue); err != nil {
 		b.err = err
 		return true
 	}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"encoding/binary"
 	"io"
 	"sync"
 	"time"
@@ -126,13 +127,31 @@ var maxBatchArena int64 = memtable.MaxArenaSize - memtable.EmptySize
 
 // perRecordArena is the arena space a record takes beyond its key and value
 // bytes: a node with the tallest tower and a trailer.
-var perRecordArena = memtable.SizeFor(base.TrailerLen, 0) - memtable.EmptySize
+var perRecordArena = int64(memtable.SizeFor(base.TrailerLen, 0) - memtable.EmptySize)
+
+// batchSlack bounds a record's encoding beyond its key and value bytes (a
+// tag and two varints) plus the batch header.
+const batchSlack = batch.HeaderLen + 1 + 2*binary.MaxVarintLen64
 
 // checkBatchGrowth returns an ErrInvalidArgument error naming the sizes when
 // a batch of curLen encoded bytes and count records would pass maxBatchArena
 // with one more record of keyLen and valueLen bytes (hasValue: the record
-// encodes a second string, a value or a range end).
+// encodes a second string, a value or a range end). The fast path bounds the
+// record's encoding from above; batchGrowthError decides exactly.
 func checkBatchGrowth(curLen int, count uint32, keyLen, valueLen int, hasValue bool) error {
+	if batchFits(curLen, count, keyLen+valueLen) {
+		return nil
+	}
+	return batchGrowthError(curLen, count, keyLen, valueLen, hasValue)
+}
+
+// batchFits is the inlinable fast path of checkBatchGrowth.
+func batchFits(curLen int, count uint32, kvLen int) bool {
+	return int64(curLen+kvLen)+int64(count+1)*perRecordArena+batchSlack <= maxBatchArena
+}
+
+//go:noinline
+func batchGrowthError(curLen int, count uint32, keyLen, valueLen int, hasValue bool) error {
 	n := int64(curLen)
 	if n == 0 {
 		n = batch.HeaderLen
@@ -141,7 +160,7 @@ func checkBatchGrowth(curLen int, count uint32, keyLen, valueLen int, hasValue b
 	if hasValue {
 		n += int64(uvarintLen(valueLen)) + int64(valueLen)
 	}
-	need := n + (int64(count)+1)*int64(perRecordArena)
+	need := n + (int64(count)+1)*perRecordArena
 	if need <= maxBatchArena && keyLen >= 0 && valueLen >= 0 {
 		return nil
 	}
@@ -357,7 +376,7 @@ func (d *DB) setBackgroundError(err error) {
 func arenaNeed(b *batch.Batch) int {
 	// Per record: a node with the tallest tower and a trailer; the key and
 	// value bytes are within b.Len().
-	return b.Len() + int(b.Count())*perRecordArena
+	return b.Len() + int(b.Count())*int(perRecordArena)
 }
 
 // makeRoomForWriteLocked makes sure the mutable memtable can take b,
