@@ -433,6 +433,14 @@ func TestWriteOptionsBounds(t *testing.T) {
 	require.NoError(t, err)
 	requireInvalid(t, d.Write(nil, nil), "batch")
 	require.NoError(t, d.Write(db.NewBatch(), nil))
+	var zero db.Batch // the zero Batch is usable, like NewBatch's
+	require.NoError(t, noPanic(func() error { return d.Write(&zero, nil) }))
+	zero.Put(nil, nil)
+	require.NoError(t, noPanic(func() error { return d.Write(&zero, nil) }))
+	// CompactRange bounds.
+	requireInvalid(t, noPanic(func() error { return d.CompactRange([]byte("z"), []byte("a")) }), "CompactRange")
+	require.NoError(t, noPanic(func() error { return d.CompactRange([]byte("k"), []byte("k")) }))
+	require.NoError(t, noPanic(func() error { return d.CompactRange(nil, nil) }))
 	require.NoError(t, d.Close())
 }
 
