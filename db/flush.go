@@ -10,13 +10,19 @@ import (
 	"github.com/stratadb/strata/version"
 )
 
-// newMemTable makes a memtable whose arena holds at least need bytes.
-func (d *DB) newMemTable(logNum uint64, need int) *memTable {
+// newMemTable makes a memtable whose arena holds at least need bytes. Open,
+// SetOptions and the write path keep the size within memtable.MaxArenaSize;
+// a size beyond it is an ErrInvalidArgument error, never a panic.
+func (d *DB) newMemTable(logNum uint64, need int) (*memTable, error) {
 	// The empty memtable's sentinels use arena bytes too: without room for
 	// need after them, fits(need) would never hold and the writer would
 	// rotate empty memtables forever.
 	size := max(int(d.writeBufferSize.Load()), need+memtable.EmptySize)
-	return &memTable{MemTable: memtable.New(size), logNum: logNum, size: size}
+	m, err := memtable.Make(size)
+	if err != nil {
+		return nil, errors.Wrapf(err, "strata: memtable for a write of %d bytes", need)
+	}
+	return &memTable{MemTable: m, logNum: logNum, size: size}, nil
 }
 
 // rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
@@ -24,16 +30,26 @@ func (d *DB) newMemTable(logNum uint64, need int) *memTable {
 // need is just replaced. d.mu must be held.
 func (d *DB) rotateMemtableLocked(need int) error {
 	if d.mu.mem.Empty() {
-		d.mu.mem = d.newMemTable(d.mu.mem.logNum, need)
+		m, err := d.newMemTable(d.mu.mem.logNum, need)
+		if err != nil {
+			return err
+		}
+		d.mu.mem = m
 		d.updateReadStateLocked()
 		return nil
+	}
+	// Make the successor first: a failure leaves everything as it was.
+	next, err := d.newMemTable(0, need)
+	if err != nil {
+		return err
 	}
 	logNum := d.mu.versions.NextFileNum()
 	if err := d.openWALLocked(logNum); err != nil {
 		return err
 	}
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
-	d.mu.mem = d.newMemTable(logNum, need)
+	next.logNum = logNum
+	d.mu.mem = next
 	d.updateReadStateLocked()
 	d.maybeScheduleFlushLocked()
 	return nil

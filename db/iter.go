@@ -252,16 +252,24 @@ func (st *iterState) build(snap base.SeqNum) error {
 // Valid reports whether the iterator rests on a key.
 func (it *Iterator) Valid() bool { return it.valid }
 
-// Key returns the current key, valid until the iterator moves.
+// Key returns the current key, valid until the iterator moves; nil when the
+// iterator is not Valid (unpositioned, exhausted or closed).
 func (it *Iterator) Key() []byte {
+	if !it.valid {
+		return nil
+	}
 	if it.dir == forward {
 		return it.iter.Key().UserKey
 	}
 	return it.savedKey
 }
 
-// Value returns the current value, valid until the iterator moves.
+// Value returns the current value, valid until the iterator moves; nil when
+// the iterator is not Valid.
 func (it *Iterator) Value() []byte {
+	if !it.valid {
+		return nil
+	}
 	if it.dir == forward {
 		return it.iter.Value()
 	}

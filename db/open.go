@@ -201,7 +201,11 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 			toReplay = append(toReplay, n)
 		}
 	}
-	d.mu.mem = d.newMemTable(0, 0)
+	mem, err := d.newMemTable(0, 0)
+	if err != nil {
+		return err
+	}
+	d.mu.mem = mem
 	for i, n := range toReplay {
 		if err := d.replayWALLocked(n, i == len(toReplay)-1); err != nil {
 			return err
@@ -229,7 +233,9 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	if err := d.openWALLocked(newLog); err != nil {
 		return err
 	}
-	d.mu.mem = d.newMemTable(newLog, 0)
+	if d.mu.mem, err = d.newMemTable(newLog, 0); err != nil {
+		return err
+	}
 	if err := vs.LogAndApply(ve); err != nil {
 		return errors.Wrap(err, "strata: recording recovery in MANIFEST")
 	}
@@ -271,7 +277,7 @@ func (d *DB) replayWALLocked(num uint64, last bool) error {
 		if b.Count() == 0 {
 			continue
 		}
-		if err := d.applyRecoveredLocked(&b, name); err != nil {
+		if err := d.applyRecoveredLocked(&b, name, r.Offset()); err != nil {
 			return err
 		}
 	}
@@ -279,12 +285,23 @@ func (d *DB) replayWALLocked(num uint64, last bool) error {
 
 // applyRecoveredLocked applies one recovered batch, moving full memtables
 // aside (to be flushed by the caller, or kept when read-only).
-func (d *DB) applyRecoveredLocked(b *batch.Batch, name string) error {
-	if need := arenaNeed(b); !d.mu.mem.fits(need) {
+func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) error {
+	need := arenaNeed(b)
+	if int64(need) > maxBatchArena {
+		// RocksDB's memtables grow; ours are one arena of at most
+		// memtable.MaxArenaSize bytes, which the batch cannot fit in.
+		return errors.Wrapf(ErrInvalidArgument, "strata: WAL %s offset %d: a batch of %d bytes and %d records needs %d memtable bytes, above the limit of %d",
+			name, offset, b.Len(), b.Count(), need, maxBatchArena)
+	}
+	if !d.mu.mem.fits(need) {
+		m, err := d.newMemTable(0, need)
+		if err != nil {
+			return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)
+		}
 		if !d.mu.mem.Empty() {
 			d.mu.imm = append(d.mu.imm, d.mu.mem)
 		}
-		d.mu.mem = d.newMemTable(0, need)
+		d.mu.mem = m
 	}
 	last, err := applyBatch(d.mu.mem.MemTable, b, b.Seq())
 	if err != nil {

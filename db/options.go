@@ -1,7 +1,11 @@
 package db
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/prefix"
 )
@@ -191,6 +195,23 @@ type WriteOptions struct {
 	DisableWAL bool
 }
 
+// Upper bounds of options, shared with SetOptions.
+const (
+	// maxWriteBufferSize: a memtable is one arena addressed by uint32
+	// offsets.
+	maxWriteBufferSize = memtable.MaxArenaSize
+	// maxBlockSize: block offsets and sizes are 32-bit in the table format
+	// (RocksDB refuses a block_size of 4 GiB or more too).
+	maxBlockSize = math.MaxUint32
+	// maxTargetFileSize keeps the compaction limits derived from it (ten
+	// times it bounds a compaction's overlap with the next level) from
+	// overflowing.
+	maxTargetFileSize = math.MaxInt64 / 10
+	// maxLevelMultiplier is SetOptions' bound on
+	// max_bytes_for_level_multiplier.
+	maxLevelMultiplier = 1000
+)
+
 // validate checks an Options after withDefaults.
 func (o *Options) validate() error {
 	bad := func(name string, v any, why string) error {
@@ -199,6 +220,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.WriteBufferSize < 0:
 		return bad("WriteBufferSize", o.WriteBufferSize, "must not be negative")
+	case int64(o.WriteBufferSize) > maxWriteBufferSize:
+		return bad("WriteBufferSize", o.WriteBufferSize, fmt.Sprintf("above the memtable limit of %d bytes", int64(maxWriteBufferSize)))
 	case o.BloomBitsPerKey < 0:
 		return bad("BloomBitsPerKey", o.BloomBitsPerKey, "must not be negative")
 	case o.Compression < NoCompression || o.Compression > ZstdCompression:
@@ -213,22 +236,32 @@ func (o *Options) validate() error {
 		return bad("MaxOpenFiles", o.MaxOpenFiles, "must not be negative")
 	case o.BlockSize < 0:
 		return bad("BlockSize", o.BlockSize, "must not be negative")
+	case int64(o.BlockSize) > maxBlockSize:
+		return bad("BlockSize", o.BlockSize, fmt.Sprintf("above the limit of %d bytes", int64(maxBlockSize)))
 	case o.MaxWriteBufferNumber < 2:
 		return bad("MaxWriteBufferNumber", o.MaxWriteBufferNumber, "must be at least 2")
-	case o.Level0FileNumCompactionTrigger < 0 || o.Level0SlowdownWritesTrigger < 0 || o.Level0StopWritesTrigger < 0:
-		return bad("Level0*Trigger", o.Level0FileNumCompactionTrigger, "must not be negative")
+	case o.Level0FileNumCompactionTrigger < 0:
+		return bad("Level0FileNumCompactionTrigger", o.Level0FileNumCompactionTrigger, "must not be negative")
+	case o.Level0SlowdownWritesTrigger < 0:
+		return bad("Level0SlowdownWritesTrigger", o.Level0SlowdownWritesTrigger, "must not be negative")
+	case o.Level0StopWritesTrigger < 0:
+		return bad("Level0StopWritesTrigger", o.Level0StopWritesTrigger, "must not be negative")
 	case o.Level0SlowdownWritesTrigger < o.Level0FileNumCompactionTrigger:
 		return bad("Level0SlowdownWritesTrigger", o.Level0SlowdownWritesTrigger, "must be at least Level0FileNumCompactionTrigger")
 	case o.Level0StopWritesTrigger < o.Level0SlowdownWritesTrigger:
 		return bad("Level0StopWritesTrigger", o.Level0StopWritesTrigger, "must be at least Level0SlowdownWritesTrigger")
 	case o.TargetFileSizeBase < 0:
 		return bad("TargetFileSizeBase", o.TargetFileSizeBase, "must not be negative")
+	case o.TargetFileSizeBase > maxTargetFileSize:
+		return bad("TargetFileSizeBase", o.TargetFileSizeBase, fmt.Sprintf("above the limit of %d bytes", int64(maxTargetFileSize)))
 	case o.MaxBytesForLevelBase < 0:
 		return bad("MaxBytesForLevelBase", o.MaxBytesForLevelBase, "must not be negative")
-	case o.MaxBytesForLevelMultiplier < 0:
-		return bad("MaxBytesForLevelMultiplier", o.MaxBytesForLevelMultiplier, "must not be negative")
-	case o.SoftPendingCompactionBytesLimit < 0 || o.HardPendingCompactionBytesLimit < 0:
-		return bad("PendingCompactionBytesLimit", o.SoftPendingCompactionBytesLimit, "must not be negative")
+	case o.MaxBytesForLevelMultiplier < 0 || o.MaxBytesForLevelMultiplier > maxLevelMultiplier:
+		return bad("MaxBytesForLevelMultiplier", o.MaxBytesForLevelMultiplier, fmt.Sprintf("must be in [1, %d]", maxLevelMultiplier))
+	case o.SoftPendingCompactionBytesLimit < 0:
+		return bad("SoftPendingCompactionBytesLimit", o.SoftPendingCompactionBytesLimit, "must not be negative")
+	case o.HardPendingCompactionBytesLimit < 0:
+		return bad("HardPendingCompactionBytesLimit", o.HardPendingCompactionBytesLimit, "must not be negative")
 	case o.MaxBackgroundJobs < 0:
 		return bad("MaxBackgroundJobs", o.MaxBackgroundJobs, "must not be negative")
 	}

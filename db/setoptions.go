@@ -22,7 +22,7 @@ type mutableOption struct {
 var mutableOptions = []mutableOption{
 	{"prefix_extractor", parsePrefixExtractor},
 	{"write_buffer_size", func(d *DB, v string) (func(), error) {
-		n, err := parsePositiveInt(v)
+		n, err := parseIntIn(v, 1, maxWriteBufferSize)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +44,7 @@ var mutableOptions = []mutableOption{
 	compactionIntOption("level0_file_num_compaction_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Trigger }),
 	compactionIntOption("level0_slowdown_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Slowdown }),
 	compactionIntOption("level0_stop_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Stop }),
-	compactionIntOption("target_file_size_base", func(d *DB) *atomic.Int64 { return &d.comp.targetFileSize }),
+	compactionIntOptionMax("target_file_size_base", maxTargetFileSize, func(d *DB) *atomic.Int64 { return &d.comp.targetFileSize }),
 	compactionIntOption("max_bytes_for_level_base", func(d *DB) *atomic.Int64 { return &d.comp.maxBytesBase }),
 	compactionIntOption("max_background_jobs", func(d *DB) *atomic.Int64 { return &d.comp.maxBackgroundJobs }),
 	{"max_bytes_for_level_multiplier", parseLevelMultiplier},
@@ -87,17 +87,66 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	defer d.endOp()
 	d.setOptionsMu.Lock()
 	defer d.setOptionsMu.Unlock()
+	saved := d.saveMutableOptions()
 	for _, apply := range applies {
 		apply()
 	}
 	// Keep the OPTIONS file in step, as RocksDB does, so its tools see the
-	// options in force.
+	// options in force. If it cannot be written, undo: on any error
+	// nothing changes (the previous OPTIONS file still describes the
+	// options in force).
 	if !d.opts.ReadOnly {
 		if err := d.writeOptionsFile(); err != nil {
-			return errors.Wrap(err, "strata: SetOptions applied, but writing the OPTIONS file failed")
+			d.restoreMutableOptions(saved)
+			return errors.Wrap(err, "strata: SetOptions: writing the OPTIONS file failed; no option was changed")
 		}
 	}
 	return nil
+}
+
+// mutableOptionsState is the state SetOptions may change.
+type mutableOptionsState struct {
+	writeBufferSize int64
+	disableAuto     bool
+	extractor       *extractorHandle
+	ints            [6]int64
+	multiplierBits  uint64
+}
+
+func (d *DB) compactionInts() [6]*atomic.Int64 {
+	c := &d.comp
+	return [6]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase, &c.maxBackgroundJobs}
+}
+
+// saveMutableOptions returns the state SetOptions may change.
+// d.setOptionsMu must be held.
+func (d *DB) saveMutableOptions() mutableOptionsState {
+	s := mutableOptionsState{
+		writeBufferSize: d.writeBufferSize.Load(),
+		disableAuto:     d.disableAutoCompactions.Load(),
+		extractor:       d.extractor.Load(),
+		multiplierBits:  d.comp.multiplierBits.Load(),
+	}
+	for i, p := range d.compactionInts() {
+		s.ints[i] = p.Load()
+	}
+	return s
+}
+
+// restoreMutableOptions puts back what saveMutableOptions returned.
+// d.setOptionsMu must be held.
+func (d *DB) restoreMutableOptions(s mutableOptionsState) {
+	d.writeBufferSize.Store(s.writeBufferSize)
+	d.disableAutoCompactions.Store(s.disableAuto)
+	d.extractor.Store(s.extractor)
+	d.comp.multiplierBits.Store(s.multiplierBits)
+	for i, p := range d.compactionInts() {
+		p.Store(s.ints[i])
+	}
+	d.mu.Lock()
+	d.maybeScheduleCompactionLocked()
+	d.mu.cond.Broadcast()
+	d.mu.Unlock()
 }
 
 // parsePrefixExtractor keeps the current handle when the Name in force is
@@ -119,10 +168,16 @@ func parsePrefixExtractor(d *DB, v string) (func(), error) {
 	}, nil
 }
 
-func parsePositiveInt(v string) (int64, error) {
+func parsePositiveInt(v string) (int64, error) { return parseIntIn(v, 1, math.MaxInt64) }
+
+// parseIntIn parses a decimal integer in [lo, hi].
+func parseIntIn(v string, lo, hi int64) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, errors.Newf("want a positive decimal integer")
+	if err != nil || n < lo || n > hi {
+		if hi == math.MaxInt64 {
+			return 0, errors.Newf("want a decimal integer of at least %d", lo)
+		}
+		return 0, errors.Newf("want a decimal integer in [%d, %d]", lo, hi)
 	}
 	return n, nil
 }
@@ -140,8 +195,13 @@ func parseBool(v string) (bool, error) {
 // compactionIntOption is a positive integer option read by the compaction
 // picker and the stall rules; setting it may make a compaction due.
 func compactionIntOption(name string, field func(d *DB) *atomic.Int64) mutableOption {
+	return compactionIntOptionMax(name, math.MaxInt64, field)
+}
+
+// compactionIntOptionMax is compactionIntOption with an upper bound.
+func compactionIntOptionMax(name string, hi int64, field func(d *DB) *atomic.Int64) mutableOption {
 	return mutableOption{name, func(d *DB, v string) (func(), error) {
-		n, err := parsePositiveInt(v)
+		n, err := parseIntIn(v, 1, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -157,8 +217,8 @@ func compactionIntOption(name string, field func(d *DB) *atomic.Int64) mutableOp
 
 func parseLevelMultiplier(d *DB, v string) (func(), error) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || !(f > 1) || f > 1000 {
-		return nil, errors.Newf("want a number in (1, 1000]")
+	if err != nil || !(f > 1) || f > maxLevelMultiplier {
+		return nil, errors.Newf("want a number in (1, %d]", maxLevelMultiplier)
 	}
 	return func() {
 		d.comp.multiplierBits.Store(math.Float64bits(f))

@@ -110,11 +110,22 @@ type MemTable struct {
 
 // New returns an empty memtable whose arena has arenaSize bytes. Sizes below
 // the fixed overhead of a memtable are raised to it. New panics when
-// arenaSize exceeds MaxArenaSize: the caller must not ask for it (see
-// SizeFor).
+// arenaSize exceeds MaxArenaSize: a caller that cannot rule that out uses
+// Make.
 func New(arenaSize int) *MemTable {
+	m, err := Make(arenaSize)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// Make is New for sizes that come from user input: an arenaSize above
+// MaxArenaSize returns an ErrInvalidArgument error naming the size instead
+// of panicking.
+func Make(arenaSize int) (*MemTable, error) {
 	if int64(arenaSize) > MaxArenaSize {
-		panic(errors.AssertionFailedf("strata: memtable arena size %d exceeds %d", arenaSize, int64(MaxArenaSize)))
+		return nil, base.InvalidArgumentf("memtable arena size %d exceeds the limit of %d bytes", arenaSize, int64(MaxArenaSize))
 	}
 	if arenaSize < fixedOverhead {
 		arenaSize = fixedOverhead
@@ -124,10 +135,10 @@ func New(arenaSize int) *MemTable {
 	m.points, ok1 = newSkiplist(m.arena)
 	m.rangeDels, ok2 = newSkiplist(m.arena)
 	if !ok1 || !ok2 {
-		panic(errors.AssertionFailedf("strata: memtable arena of %d bytes cannot hold its sentinels", arenaSize))
+		return nil, base.AssertionFailedf("memtable: arena of %d bytes cannot hold its sentinels", arenaSize)
 	}
 	m.smallestSeq.Store(math.MaxUint64)
-	return m
+	return m, nil
 }
 
 // Add copies key and value into the memtable. It returns ErrArenaFull when

@@ -348,3 +348,24 @@ func TestMemTable_EmptySize(t *testing.T) {
 	m = memtable.New(memtable.SizeFor(16, 100))
 	require.NoError(t, m.Add(base.MakeInternalKey(make([]byte, 16), 1, base.KindSet), make([]byte, 100)))
 }
+
+// TestMakeArenaLimit checks that an arena size above MaxArenaSize is an
+// ErrInvalidArgument error from Make (and a panic only from New, whose
+// callers rule it out), without allocating anything.
+func TestMakeArenaLimit(t *testing.T) {
+	for _, size := range []int{memtable.MaxArenaSize + 1, 1 << 40} {
+		m, err := memtable.Make(size)
+		require.ErrorIs(t, err, base.ErrInvalidArgument)
+		require.Nil(t, m)
+		require.Contains(t, err.Error(), fmt.Sprint(size))
+		require.Panics(t, func() { memtable.New(size) })
+	}
+	for _, size := range []int{-1, 0} {
+		m, err := memtable.Make(size)
+		require.NoError(t, err)
+		require.Equal(t, memtable.EmptySize, m.ApproximateMemoryUsage())
+	}
+	m, err := memtable.Make(1 << 12)
+	require.NoError(t, err)
+	require.NoError(t, m.Add(base.MakeInternalKey([]byte("k"), 1, base.KindSet), []byte("v")))
+}
