@@ -584,9 +584,21 @@ func (t *thread) swapExtractor() {
 		t.reopenLocked(ext)
 		return
 	}
-	if t.expectOK("set_options prefix_extractor="+ext, r.d.SetOptions(map[string]string{"prefix_extractor": ext})) {
+	m := map[string]string{"prefix_extractor": ext}
+	if t.expectOK("set_options prefix_extractor="+ext, r.d.SetOptions(m)) {
 		r.ext = ext
+		return
 	}
+	// A failed SetOptions may have applied the change anyway (the OPTIONS
+	// file write failed after it): set it again without faults so the
+	// extractor in force is known.
+	was := r.faults.enable(false)
+	defer r.faults.enable(was)
+	if err := r.d.SetOptions(m); err != nil && !errors.Is(err, db.ErrClosed) {
+		r.fail(errors.Wrapf(err, "set_options prefix_extractor=%q without faults", ext))
+		return
+	}
+	r.ext = ext
 }
 
 func (t *thread) reopen() {
