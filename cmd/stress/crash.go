@@ -35,7 +35,7 @@ func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration,
 		build := exec.Command("go", "build", "-tags", "stress_kill", "-o", bin, "github.com/stratadb/strata/cmd/stress")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "stress: building the child with -tags stress_kill:", err)
+			fmt.Fprintln(os.Stderr, "stress: building the child with -tags stress_kill (run from the repository, or build this binary with -tags stress_kill):", err)
 			return 2
 		}
 	}

@@ -180,18 +180,20 @@ func TestFaultInjection(t *testing.T) {
 }
 
 // TestCrash kills a stress child (this test binary re-executed) with
-// SIGKILL a few times, Sync on and off; each next child verifies the
+// SIGKILL a few times, Sync on and off, and with DisableWAL (structural
+// checks only); each next child verifies the
 // database against the expected-state log before writing.
 func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	for _, sync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+	for _, mode := range []struct{ sync, disableWAL bool }{{false, false}, {true, false}, {false, true}} {
+		sync := mode.sync
+		t.Run(fmt.Sprintf("sync=%v,disable_wal=%v", sync, mode.disableWAL), func(t *testing.T) {
 			dir := t.TempDir()
 			seed := testutil.Seed(t)
 			c := Config{Seed: seed, Threads: 4, MaxKey: 300, Dir: filepath.Join(dir, "db"),
-				ExpectedLog: filepath.Join(dir, "expected"), WriteBufferSize: 16 << 10, Sync: sync,
+				ExpectedLog: filepath.Join(dir, "expected"), WriteBufferSize: 16 << 10, Sync: sync, DisableWAL: mode.disableWAL,
 				FlushOneIn: 200, CompactRangeOneIn: 400, SnapshotOneIn: 50, SwapExtractorOneIn: 200, PrefixSize: 6}
 			var log strings.Builder
 			st, err := RunCrash(CrashConfig{Seed: seed, Cycles: 4 * scale(), MaxWait: 400 * time.Millisecond, Log: &log,
