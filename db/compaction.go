@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/version"
 )
 
@@ -280,6 +281,7 @@ func (d *DB) compactLocked(c *compaction) error {
 		d.mu.Unlock()
 		var err error
 		outs, err = d.runCompaction(c, snaps)
+		killpoint.Maybe("compaction.after_outputs")
 		d.mu.Lock()
 		if err != nil {
 			d.discardOutputsLocked(outs)
@@ -289,6 +291,7 @@ func (d *DB) compactLocked(c *compaction) error {
 	for _, f := range outs {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: p.OutputLevel, Meta: f})
 	}
+	killpoint.Maybe("compaction.before_manifest")
 	if err := d.mu.versions.LogAndApply(ve); err != nil {
 		// The edit may have reached the MANIFEST: keep the outputs.
 		return errors.Wrap(err, "strata: recording compaction in MANIFEST")
@@ -304,6 +307,7 @@ func (d *DB) compactLocked(c *compaction) error {
 		delete(d.mu.pendingOutputs, f.FileNum)
 	}
 	d.updateReadStateLocked()
+	killpoint.Maybe("compaction.before_delete_inputs")
 	d.deleteObsoleteFilesLocked()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/version"
@@ -68,6 +69,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 		f.Close()
 		return err
 	}
+	killpoint.Maybe("wal.rotate")
 	if old := d.mu.log.file; old != nil {
 		// Syncing the old log keeps the durability promise of writes that
 		// were not synced but whose successors in a new log may be.
@@ -134,6 +136,7 @@ func (d *DB) flushOldestLocked() error {
 	if meta != nil {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
 	}
+	killpoint.Maybe("flush.before_manifest")
 	if err := d.mu.versions.LogAndApply(ve); err != nil {
 		return errors.Wrap(err, "strata: recording flush in MANIFEST")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/batch"
 	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/version"
 )
@@ -206,6 +207,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		return err
 	}
 	d.mu.mem = mem
+	killpoint.Maybe("open.before_wal_replay")
 	for i, n := range toReplay {
 		if err := d.replayWALLocked(n, i == len(toReplay)-1); err != nil {
 			return err
@@ -236,6 +238,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	if d.mu.mem, err = d.newMemTable(newLog, 0); err != nil {
 		return err
 	}
+	killpoint.Maybe("open.before_recovery_manifest")
 	if err := vs.LogAndApply(ve); err != nil {
 		return errors.Wrap(err, "strata: recording recovery in MANIFEST")
 	}

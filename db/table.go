@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/iterator"
 	"github.com/stratadb/strata/table"
 	"github.com/stratadb/strata/version"
@@ -71,9 +72,11 @@ func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombs
 	if err != nil {
 		return nil, errors.Wrapf(err, "strata: finishing table %s", name)
 	}
+	killpoint.Maybe("table.before_sync")
 	if err := f.Sync(); err != nil {
 		return nil, errors.Wrapf(err, "strata: syncing table %s", name)
 	}
+	killpoint.Maybe("table.after_sync")
 	if err := f.Close(); err != nil {
 		return nil, errors.Wrapf(err, "strata: closing table %s", name)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/vfs"
 )
@@ -257,6 +258,7 @@ func (vs *VersionSet) appendManifest(rec []byte) error {
 	if err == nil {
 		err = vs.manifestFile.Sync()
 	}
+	killpoint.Maybe("manifest.after_append")
 	if err != nil {
 		_ = vs.Close()
 		return errors.Wrapf(err, "strata: version: writing %s", base.MakeFilename(base.FileKindManifest, vs.manifestNum))
@@ -322,6 +324,7 @@ func (vs *VersionSet) writeNewManifest(num uint64, rec []byte) (err error) {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	killpoint.Maybe("manifest.before_current")
 	if renamed, err := vs.setCurrent(num); err != nil {
 		if renamed {
 			// CURRENT may name the new MANIFEST already: keep it, and
@@ -361,6 +364,7 @@ func (vs *VersionSet) setCurrent(num uint64) (renamed bool, err error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	killpoint.Maybe("manifest.before_current_rename")
 	if err == nil {
 		err = vs.fs.Rename(tmp, vs.path(base.MakeFilename(base.FileKindCurrent, 0)))
 	}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/stratadb/strata/internal/killpoint"
+	"github.com/stratadb/strata/internal/stress"
+)
+
+// runCrash is the -crash driver: it re-runs this binary (or, for kill
+// points, a copy built with -tags stress_kill) as the child.
+func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration, killOneIn int, verbose bool) int {
+	if c.FS != nil {
+		fmt.Fprintln(os.Stderr, "stress: -crash runs on disk; drop -mem/-powerloss")
+		return 2
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stress:", err)
+		return 2
+	}
+	if killOneIn > 0 && !killpoint.Enabled {
+		tmp, err := os.MkdirTemp("", "strata-stress-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stress:", err)
+			return 2
+		}
+		defer os.RemoveAll(tmp)
+		bin = filepath.Join(tmp, "stress-child")
+		build := exec.Command("go", "build", "-tags", "stress_kill", "-o", bin, "github.com/stratadb/strata/cmd/stress")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "stress: building the child with -tags stress_kill (run from the repository, or build this binary with -tags stress_kill):", err)
+			return 2
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(c.Dir), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "stress:", err)
+		return 2
+	}
+	logPath := c.Dir + ".expected"
+	fmt.Fprintf(os.Stderr, "stress: crash test, seed %d, db %s, %d cycles\n", c.Seed, c.Dir, cycles)
+	cc := stress.CrashConfig{
+		Seed: c.Seed, Cycles: cycles, MaxWait: maxWait,
+		Child: func(i int, verifyOnly bool) *exec.Cmd {
+			a := append([]string{}, args...)
+			a = append(a, "-crash=false", "-db", c.Dir, "-expected_log", logPath,
+				"-seed", strconv.FormatInt(c.Seed+int64(i), 10))
+			if verifyOnly {
+				a = append(a, "-ops_per_thread", "0", "-duration", "0")
+			} else {
+				a = append(a, "-ops_per_thread", "0", "-duration", "1h")
+			}
+			cmd := exec.Command(bin, a...)
+			cmd.Env = os.Environ()
+			if killOneIn > 0 && !verifyOnly {
+				cmd.Env = append(cmd.Env, "STRATA_KILL_ONE_IN="+strconv.Itoa(killOneIn))
+			}
+			return cmd
+		},
+	}
+	if verbose {
+		cc.Log = os.Stderr
+	}
+	st, err := stress.RunCrash(cc)
+	fmt.Fprintf(os.Stderr, "stress: crash cycles %d: killed by the driver %d, by kill points %d %v, exited %d\n",
+		st.Cycles, st.Kills, st.KillPoints, st.KillPointNames, st.Exits)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stress: FAILED:", err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "stress: OK")
+	return 0
+}

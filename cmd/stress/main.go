@@ -1,0 +1,137 @@
+// Command stress is Strata's crash-test and stress tool, in the spirit of
+// RocksDB's db_stress and db_crashtest.py: many goroutines drive the public
+// API while an expected-state oracle checks every answer. Modes:
+//
+//	stress [flags]                  a stress run (on disk, or -mem)
+//	stress -crash [flags]           crash cycles: run a child, SIGKILL it, verify
+//	stress -powerloss [flags]       crash images of the in-memory FS, verified
+//	stress -fault_one_in N [flags]  random I/O errors from errorfs
+//
+// See docs/reliability.md. A wrong answer prints the seed, the operation,
+// the key, what was expected and what was read, and exits with status 1.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/internal/stress"
+	"github.com/stratadb/strata/internal/vfs"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("stress", flag.ContinueOnError)
+	var c stress.Config
+	var compression, style, dir string
+	var crash, powerloss, mem, verbose bool
+	var crashCycles, killOneIn int
+	var crashChild, crashMaxWait time.Duration
+	fs.Int64Var(&c.Seed, "seed", 0, "random seed (0 = from the clock; printed)")
+	fs.IntVar(&c.Threads, "threads", 4, "goroutines issuing operations")
+	fs.IntVar(&c.OpsPerThread, "ops_per_thread", 2000, "operations per thread (0 = until -duration)")
+	fs.DurationVar(&c.Duration, "duration", 0, "stop after this long (0 = no limit)")
+	fs.IntVar(&c.MaxKey, "max_key", 1000, "size of the key space")
+	fs.IntVar(&c.ValueSizeMult, "value_size_mult", 1, "value length multiplier")
+	fs.StringVar(&dir, "db", "", "database directory (default: a new temporary directory)")
+	fs.BoolVar(&mem, "mem", false, "run on the in-memory file system")
+	fs.IntVar(&c.Reopen, "reopen", 0, "close and reopen (and verify) every N operations; 0 = never")
+	fs.StringVar(&compression, "compression", "snappy", "none, snappy or zstd")
+	fs.IntVar(&c.BloomBits, "bloom_bits", 10, "bloom filter bits per key (0 = none)")
+	fs.IntVar(&c.PrefixSize, "prefix_size", 7, "initial extractor fixed:N (0 = none); keys are 8 decimal digits")
+	fs.IntVar(&c.WriteBufferSize, "write_buffer_size", 64<<10, "memtable size in bytes")
+	fs.StringVar(&style, "compaction_style", "level", "level or fifo (fifo drops files: absent keys are allowed)")
+	fs.BoolVar(&c.Sync, "sync", false, "sync every write")
+	fs.BoolVar(&c.DisableWAL, "disable_wal", false, "write without the WAL (crash checks become structural only)")
+	fs.IntVar(&c.ReadPercent, "readpercent", 25, "percent of Get")
+	fs.IntVar(&c.PrefixPercent, "prefixpercent", 10, "percent of PrefixSameAsStart scans")
+	fs.IntVar(&c.WritePercent, "writepercent", 25, "percent of Put")
+	fs.IntVar(&c.DelPercent, "delpercent", 8, "percent of Delete")
+	fs.IntVar(&c.DelRangePercent, "delrangepercent", 2, "percent of DeleteRange")
+	fs.IntVar(&c.IterPercent, "iterpercent", 10, "percent of iterations")
+	fs.IntVar(&c.BatchPercent, "batchpercent", 12, "percent of atomic multi-key batches")
+	fs.IntVar(&c.MultiGetPercent, "multigetpercent", 8, "percent of MultiGet")
+	fs.IntVar(&c.FlushOneIn, "flush_one_in", 500, "Flush with probability 1/N per op")
+	fs.IntVar(&c.CompactRangeOneIn, "compact_range_one_in", 1000, "CompactRange with probability 1/N per op")
+	fs.IntVar(&c.SnapshotOneIn, "snapshot_one_in", 100, "take a snapshot (checked later) with probability 1/N per op")
+	fs.IntVar(&c.SetOptionsOneIn, "set_options_one_in", 500, "SetOptions (write_buffer_size, disable_auto_compactions) 1/N per op")
+	fs.IntVar(&c.SwapExtractorOneIn, "swap_extractor_one_in", 300, "change prefix_extractor (SetOptions or reopen) 1/N per op")
+	fs.IntVar(&c.FaultOneIn, "fault_one_in", 0, "fault injection: fail each read/write/sync/rename/remove with probability 1/N")
+	fs.BoolVar(&powerloss, "powerloss", false, "power-loss mode: in-memory FS, Sync writes, verified crash images")
+	fs.IntVar(&c.CrashImageOneIn, "crash_image_one_in", 300, "power-loss mode: take a crash image 1/N per op")
+	fs.BoolVar(&crash, "crash", false, "crash-test driver: run the child, SIGKILL it, verify, repeat")
+	fs.IntVar(&crashCycles, "crash_cycles", 10, "crash mode: number of kill cycles")
+	fs.DurationVar(&crashMaxWait, "crash_max_wait", 2*time.Second, "crash mode: longest time before a kill")
+	fs.IntVar(&killOneIn, "kill_one_in", 0, "crash mode: each named kill point kills the child with probability 1/N (builds the child with -tags stress_kill)")
+	fs.StringVar(&c.ExpectedLog, "expected_log", "", "persist the oracle in this file (the crash child)")
+	fs.DurationVar(&crashChild, "crash_child_ops_duration", 0, "internal")
+	fs.BoolVar(&verbose, "v", false, "print progress")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "stress: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if c.Seed == 0 {
+		c.Seed = time.Now().UnixNano() % 1000000007
+	}
+	switch compression {
+	case "none":
+		c.Compression = db.NoCompression
+	case "snappy":
+		c.Compression = db.SnappyCompression
+	case "zstd":
+		c.Compression = db.ZstdCompression
+	default:
+		fmt.Fprintf(os.Stderr, "stress: -compression %q: want none, snappy or zstd\n", compression)
+		return 2
+	}
+	switch style {
+	case "level":
+	case "fifo":
+		c.FIFO = true
+	default:
+		fmt.Fprintf(os.Stderr, "stress: -compaction_style %q: want level or fifo\n", style)
+		return 2
+	}
+	if !powerloss {
+		c.CrashImageOneIn = 0
+	}
+	if mem || powerloss {
+		c.FS = vfs.NewMem()
+		if dir == "" {
+			dir = "/db"
+		}
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "strata-stress-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stress:", err)
+			return 2
+		}
+		defer os.RemoveAll(d)
+		dir = d + "/db"
+	}
+	c.Dir = dir
+	c.Log = os.Stderr
+	if crash {
+		return runCrash(c, args, crashCycles, crashMaxWait, killOneIn, verbose)
+	}
+	fmt.Fprintf(os.Stderr, "stress: seed %d, db %s\n", c.Seed, c.Dir)
+	r := stress.NewRunner(c)
+	err := r.Run()
+	fmt.Fprintf(os.Stderr, "stress: %s\n", &r.Stats)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stress: FAILED (seed %d): %v\n", c.Seed, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "stress: OK")
+	return 0
+}

@@ -1,0 +1,77 @@
+package stress
+
+import (
+	"io"
+	"time"
+
+	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/internal/vfs"
+)
+
+// Config is one stress run. The zero value of a field means its default
+// (see Defaults); the CLI maps db_stress-style flags onto it.
+type Config struct {
+	Seed          int64
+	Threads       int
+	OpsPerThread  int           // per thread; 0 with Duration 0 = verify only
+	Duration      time.Duration // stop after this long (0 = no limit)
+	MaxKey        int
+	ValueSizeMult int
+
+	Dir string
+	FS  vfs.FS // nil = the operating system's
+
+	Reopen          int // close and reopen every N operations (all threads together); 0 = never
+	Compression     db.Compression
+	BloomBits       int
+	PrefixSize      int // initial extractor fixed:N; 0 = none
+	WriteBufferSize int
+	FIFO            bool
+	Sync            bool
+	DisableWAL      bool
+
+	// Operation mix, in percent; they should add up to 100.
+	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,
+	IterPercent, BatchPercent, MultiGetPercent int
+	// Background-style operations, each with probability 1/N per operation
+	// (0 = never).
+	FlushOneIn, CompactRangeOneIn, SnapshotOneIn, SetOptionsOneIn, SwapExtractorOneIn int
+
+	// ExpectedLog, when set, persists the oracle (crash mode's child): it is
+	// loaded and verified at start, then every write's intent and outcome is
+	// appended to it.
+	ExpectedLog string
+
+	// FaultOneIn, when > 0, runs the DB on errorfs failing each read,
+	// write, sync, rename or remove with probability 1/FaultOneIn (fault
+	// injection mode).
+	FaultOneIn int
+
+	// CrashImageOneIn, when > 0 (power-loss mode, with FS a *vfs.MemFS),
+	// takes a crash image with probability 1/N per operation and verifies
+	// it.
+	CrashImageOneIn int
+
+	Log io.Writer // progress and failures; nil = discard
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.Threads, 4)
+	def(&c.MaxKey, 1000)
+	def(&c.ValueSizeMult, 1)
+	if c.ReadPercent+c.PrefixPercent+c.WritePercent+c.DelPercent+c.DelRangePercent+
+		c.IterPercent+c.BatchPercent+c.MultiGetPercent == 0 {
+		c.ReadPercent, c.PrefixPercent, c.WritePercent, c.DelPercent = 25, 10, 25, 8
+		c.DelRangePercent, c.IterPercent, c.BatchPercent, c.MultiGetPercent = 2, 10, 12, 8
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}

@@ -1,0 +1,75 @@
+// Package stress is the engine of cmd/stress: an expected-state oracle, a
+// multi-threaded operation driver over the public db API, and the crash,
+// power-loss and fault-injection modes built on them. Each mode lives in its
+// own file so that new modes (linearizability, metamorphic) can be added on
+// top of the same Config, Oracle and Runner.
+package stress
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/cockroachdb/errors"
+)
+
+// KeyLen is the length of every key: the key index in decimal, zero padded,
+// so byte order is numeric order and fixed:N extractors group 10^(KeyLen-N)
+// consecutive keys.
+const KeyLen = 8
+
+// Key returns the key of index i.
+func Key(i int) []byte { return fmt.Appendf(make([]byte, 0, KeyLen), "%08d", i) }
+
+// KeyIndex decodes a key made by Key.
+func KeyIndex(k []byte) (int, error) {
+	if len(k) != KeyLen {
+		return 0, errors.Newf("key %q: length %d, want %d", k, len(k), KeyLen)
+	}
+	n, err := strconv.Atoi(string(k))
+	if err != nil || n < 0 {
+		return 0, errors.Newf("key %q: not a stress key", k)
+	}
+	return n, nil
+}
+
+// valueHeader is the length of the (key, version) header of every value.
+const valueHeader = 8
+
+// Value returns the value written to key index i at version v: a header with
+// i and v, then filler whose length and bytes depend on both, so a read value
+// can be decoded and its integrity checked. mult scales the length.
+func Value(i int, v uint32, mult int) []byte {
+	if mult < 1 {
+		mult = 1
+	}
+	n := (int(v)*7+i)%16 + 1
+	n *= mult
+	b := make([]byte, valueHeader+n)
+	binary.BigEndian.PutUint32(b[0:], uint32(i))
+	binary.BigEndian.PutUint32(b[4:], v)
+	x := uint32(i)*2654435761 ^ v*40503
+	for j := valueHeader; j < len(b); j++ {
+		x = x*1664525 + 1013904223
+		b[j] = byte(x >> 24)
+	}
+	return b
+}
+
+// DecodeValue checks that b is a value Value wrote for key index i with the
+// given mult and returns its version.
+func DecodeValue(i int, b []byte, mult int) (uint32, error) {
+	if len(b) < valueHeader {
+		return 0, errors.Newf("value of %d bytes is too short", len(b))
+	}
+	ki := binary.BigEndian.Uint32(b[0:])
+	v := binary.BigEndian.Uint32(b[4:])
+	if int(ki) != i {
+		return v, errors.Newf("value belongs to key index %d, not %d", ki, i)
+	}
+	want := Value(i, v, mult)
+	if string(want) != string(b) {
+		return v, errors.Newf("value of version %d is damaged (%d bytes, want %d)", v, len(b), len(want))
+	}
+	return v, nil
+}

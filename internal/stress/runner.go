@@ -1,0 +1,817 @@
+package stress
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/prefix"
+)
+
+// ErrWrongAnswer is the class of every failure the oracle finds.
+var ErrWrongAnswer = errors.New("stress: wrong answer")
+
+// extractorChoices are the prefix_extractor values SetOptions and reopen
+// pick from: compatible and incompatible ones, and none.
+var extractorChoices = []string{"", "fixed:5", "fixed:6", "fixed:7", "capped:6", "capped:7", "noop", "fixed:9"}
+
+// Stats counts what a run did.
+type Stats struct {
+	Ops, Reads, Writes, Iters, Snapshots, Flushes, Compactions, SetOptions,
+	Swaps, Reopens, Errors, Images atomic.Int64
+}
+
+func (s *Stats) String() string {
+	return fmt.Sprintf("ops=%d reads=%d writes=%d iters=%d snapshots=%d flushes=%d compactions=%d setoptions=%d swaps=%d reopens=%d errors=%d images=%d",
+		s.Ops.Load(), s.Reads.Load(), s.Writes.Load(), s.Iters.Load(), s.Snapshots.Load(), s.Flushes.Load(),
+		s.Compactions.Load(), s.SetOptions.Load(), s.Swaps.Load(), s.Reopens.Load(), s.Errors.Load(), s.Images.Load())
+}
+
+// Runner drives one stress run.
+type Runner struct {
+	cfg    Config
+	oracle *Oracle
+	Stats  Stats
+
+	// mu: operations hold it shared; reopen and extractor swaps hold it
+	// exclusively, so an operation knows the DB and extractor in force.
+	mu      sync.RWMutex
+	d       *db.DB
+	ext     string // current extractor spec, "" = none
+	dbGen   int
+	options *db.Options
+
+	failOnce sync.Once
+	failErr  error
+	failed   atomic.Bool
+	opCount  atomic.Int64
+	faults   *faultInjector
+}
+
+// NewRunner prepares a run; Run opens the DB.
+func NewRunner(cfg Config) *Runner {
+	cfg = cfg.WithDefaults()
+	r := &Runner{cfg: cfg}
+	if cfg.PrefixSize > 0 {
+		r.ext = "fixed:" + strconv.Itoa(cfg.PrefixSize)
+	}
+	return r
+}
+
+// Oracle returns the run's oracle (after Run).
+func (r *Runner) Oracle() *Oracle { return r.oracle }
+
+// fail records the first wrong answer and stops the run.
+func (r *Runner) fail(err error) {
+	r.failOnce.Do(func() {
+		r.failErr = errors.Mark(errors.Wrapf(err, "seed %d", r.cfg.Seed), ErrWrongAnswer)
+		r.failed.Store(true)
+		fmt.Fprintf(r.cfg.Log, "FAILURE: %v\n", r.failErr)
+	})
+}
+
+func (r *Runner) dbOptions(ext string) (*db.Options, error) {
+	o := &db.Options{
+		CreateIfMissing: true,
+		WriteBufferSize: r.cfg.WriteBufferSize,
+		BloomBitsPerKey: r.cfg.BloomBits,
+		Compression:     r.cfg.Compression,
+		FS:              r.cfg.FS,
+	}
+	if r.cfg.FIFO {
+		o.CompactionStyle = db.FIFOCompaction
+		o.FIFOMaxTableFilesSize = 256 << 10
+	}
+	if r.faults != nil {
+		o.FS = r.faults.fs
+	}
+	if ext != "" {
+		e, err := prefix.Parse(ext)
+		if err != nil {
+			return nil, err
+		}
+		o.PrefixExtractor = e
+	}
+	return o, nil
+}
+
+func (r *Runner) openLocked() error {
+	o, err := r.dbOptions(r.ext)
+	if err != nil {
+		return err
+	}
+	d, err := db.Open(r.cfg.Dir, o)
+	if err != nil {
+		return errors.Wrapf(err, "open %s", r.cfg.Dir)
+	}
+	r.d, r.options = d, o
+	r.dbGen++
+	return nil
+}
+
+// Run opens the DB, verifies it against the oracle (loaded from
+// ExpectedLog if set), runs the operations and verifies again after a
+// final reopen. It returns an error marked ErrWrongAnswer for a wrong
+// answer, another error for a failure to run.
+func (r *Runner) Run() error {
+	cfg := r.cfg
+	var inflight []InFlight
+	if cfg.ExpectedLog != "" {
+		o, inf, err := LoadOracle(cfg.ExpectedLog, cfg.MaxKey)
+		if err != nil {
+			return err
+		}
+		r.oracle, inflight = o, inf
+	} else {
+		r.oracle = NewOracle(cfg.MaxKey)
+	}
+	if cfg.FaultOneIn > 0 {
+		r.faults = newFaultInjector(cfg.FS, cfg.Seed, cfg.FaultOneIn)
+	}
+	if err := r.openLocked(); err != nil {
+		return err
+	}
+	if err := r.verifyAll(inflight); err != nil {
+		r.fail(err)
+		r.d.Close()
+		return r.failErr
+	}
+	if cfg.ExpectedLog != "" {
+		if err := r.oracle.Persist(cfg.ExpectedLog); err != nil {
+			return err
+		}
+		defer r.oracle.CloseLog()
+	}
+	if r.faults != nil {
+		r.faults.enable(true)
+	}
+	var deadline time.Time
+	if cfg.Duration > 0 {
+		deadline = time.Now().Add(cfg.Duration)
+	}
+	var wg sync.WaitGroup
+	for t := 0; t < cfg.Threads; t++ {
+		wg.Add(1)
+		go func(t int) {
+			defer wg.Done()
+			th := &thread{r: r, rng: rand.New(rand.NewSource(cfg.Seed*1000003 + int64(t))), id: t}
+			th.run(deadline)
+		}(t)
+	}
+	wg.Wait()
+	if r.faults != nil {
+		r.faults.enable(false)
+	}
+	if r.failed.Load() {
+		r.d.Close()
+		return r.failErr
+	}
+	// A clean close and reopen must keep every acknowledged write.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.reopenLocked(r.ext); err != nil {
+		return err
+	}
+	err := r.verifyAll(nil)
+	if cerr := r.d.Close(); cerr != nil && err == nil && r.faults == nil {
+		return errors.Wrap(cerr, "close")
+	}
+	if err != nil {
+		r.fail(err)
+		return r.failErr
+	}
+	return nil
+}
+
+// reopenLocked closes the DB and opens it with extractor ext. r.mu is held
+// exclusively. With faults, the injection is off around it and a failed
+// close is expected.
+func (r *Runner) reopenLocked(ext string) error {
+	if r.faults != nil {
+		was := r.faults.enable(false)
+		defer r.faults.enable(was)
+	}
+	if err := r.d.Close(); err != nil && r.faults == nil {
+		return errors.Wrap(err, "close before reopen")
+	}
+	r.ext = ext
+	r.Stats.Reopens.Add(1)
+	return r.openLocked()
+}
+
+// verifyAll reads every key with no writes running and checks it exactly,
+// then collapses uncertain keys to what was read. inflight (crash mode) are
+// the writes that were in flight at the crash: each must be applied
+// entirely or not at all.
+func (r *Runner) verifyAll(inflight []InFlight) error {
+	n := r.oracle.N()
+	found := make([]bool, n)
+	vers := make([]uint32, n)
+	for i := 0; i < n; i++ {
+		s := r.oracle.State(i)
+		v, err := r.d.Get(Key(i), nil)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+		case err != nil:
+			return errors.Wrapf(err, "verify: get %s", Key(i))
+		default:
+			found[i] = true
+			vers[i], _ = DecodeValue(i, v, r.cfg.ValueSizeMult)
+		}
+		if r.cfg.DisableWAL {
+			// Only structural checks: a present value must be one that was
+			// written for this key.
+			if found[i] {
+				if _, err := DecodeValue(i, v, r.cfg.ValueSizeMult); err != nil || vers[i] > s.Next {
+					return errors.Newf("verify (disable_wal): key %s: bad value (version %d, highest written %d): %v", Key(i), vers[i], s.Next, err)
+				}
+			}
+			continue
+		}
+		if err := r.check(i, s, s, found[i], v, r.cfg.ValueSizeMult); err != nil {
+			return errors.Wrap(err, "verify after open")
+		}
+	}
+	if !r.cfg.DisableWAL {
+		for _, f := range inflight {
+			if err := checkAtomic(f, found, vers); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		// With DisableWAL a crash may lose writes: what was read becomes
+		// the expected state either way.
+		r.oracle.Resolve(i, found[i], vers[i])
+	}
+	return nil
+}
+
+// check is CheckRead, except that with FIFO compaction, which drops the
+// oldest table files, any key may be absent: only a value that is read must
+// be one the oracle allows.
+func (r *Runner) check(i int, pre, post KeyState, found bool, value []byte, mult int) error {
+	if !found && r.cfg.FIFO {
+		return nil
+	}
+	return CheckRead(i, pre, post, found, value, mult)
+}
+
+// checkAtomic checks that a write that was in flight at a crash is applied
+// to all its keys or to none.
+func checkAtomic(f InFlight, found []bool, vers []uint32) error {
+	if len(f.Writes) < 2 {
+		return nil
+	}
+	applied := map[bool][]string{}
+	for j, w := range f.Writes {
+		prev := f.Prev[j]
+		var a, known bool
+		switch {
+		case !w.Del && found[w.Key] && vers[w.Key] == w.Version:
+			a, known = true, true
+		case !w.Del:
+			a, known = false, true
+		case w.Del && found[w.Key]:
+			a, known = false, true
+		case w.Del && !found[w.Key] && prev.LastDel < prev.Lo:
+			a, known = true, true // it was present before the delete
+		}
+		if known {
+			applied[a] = append(applied[a], string(Key(w.Key)))
+		}
+	}
+	if len(applied[true]) > 0 && len(applied[false]) > 0 {
+		return errors.Newf("torn write (op %d in flight at the crash): applied to %v, not to %v", f.Op, applied[true], applied[false])
+	}
+	return nil
+}
+
+// thread is one goroutine of the run.
+type thread struct {
+	r     *Runner
+	rng   *rand.Rand
+	id    int
+	snaps []heldSnapshot
+}
+
+type heldSnapshot struct {
+	snap   *db.Snapshot
+	gen    int
+	lo, hi int
+	states []KeyState
+}
+
+func (t *thread) run(deadline time.Time) {
+	r := t.r
+	defer func() {
+		for _, s := range t.snaps {
+			s.snap.Release()
+		}
+	}()
+	for n := 0; r.cfg.OpsPerThread == 0 || n < r.cfg.OpsPerThread; n++ {
+		if r.failed.Load() {
+			return
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return
+		}
+		if r.cfg.OpsPerThread == 0 && deadline.IsZero() {
+			return
+		}
+		t.op()
+	}
+}
+
+func (t *thread) oneIn(n int) bool { return n > 0 && t.rng.Intn(n) == 0 }
+
+// op runs one randomly chosen operation.
+func (t *thread) op() {
+	r := t.r
+	cfg := &r.cfg
+	total := r.opCount.Add(1)
+	r.Stats.Ops.Add(1)
+	if cfg.Reopen > 0 && total%int64(cfg.Reopen) == 0 {
+		t.reopen()
+		return
+	}
+	switch {
+	case t.oneIn(cfg.SwapExtractorOneIn):
+		t.swapExtractor()
+		return
+	case t.oneIn(cfg.CrashImageOneIn):
+		t.crashImage()
+		return
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case t.oneIn(cfg.FlushOneIn):
+		r.Stats.Flushes.Add(1)
+		t.expectOK("flush", r.d.Flush())
+		return
+	case t.oneIn(cfg.CompactRangeOneIn):
+		t.compactRange()
+		return
+	case t.oneIn(cfg.SetOptionsOneIn):
+		t.setOptions()
+		return
+	case t.oneIn(cfg.SnapshotOneIn):
+		t.takeSnapshot()
+		return
+	}
+	if len(t.snaps) > 0 && t.rng.Intn(8) == 0 {
+		t.checkSnapshot()
+		return
+	}
+	p := t.rng.Intn(100)
+	for _, c := range []struct {
+		pct int
+		f   func()
+	}{
+		{cfg.ReadPercent, t.get}, {cfg.PrefixPercent, t.prefixScan}, {cfg.WritePercent, t.put},
+		{cfg.DelPercent, t.del}, {cfg.DelRangePercent, t.delRange}, {cfg.IterPercent, t.iterate},
+		{cfg.BatchPercent, t.batch}, {cfg.MultiGetPercent, t.multiGet},
+	} {
+		if p < c.pct {
+			c.f()
+			return
+		}
+		p -= c.pct
+	}
+	t.get()
+}
+
+// expectOK reports err as a failure unless faults are being injected.
+func (t *thread) expectOK(what string, err error) bool {
+	if err == nil {
+		return true
+	}
+	t.r.Stats.Errors.Add(1)
+	if t.r.faults == nil {
+		t.r.fail(errors.Wrapf(err, "%s", what))
+	}
+	return false
+}
+
+func (t *thread) key() int { return t.rng.Intn(t.r.cfg.MaxKey) }
+
+func (t *thread) wo() *db.WriteOptions {
+	return &db.WriteOptions{Sync: t.r.cfg.Sync || t.r.cfg.CrashImageOneIn > 0, DisableWAL: t.r.cfg.DisableWAL}
+}
+
+// write runs do with the keys of ws locked and the oracle updated around it.
+func (t *thread) write(what string, ws []Write, do func() error) {
+	r := t.r
+	keys := make([]int, len(ws))
+	for j, w := range ws {
+		keys[j] = w.Key
+	}
+	r.oracle.LockKeys(keys)
+	defer r.oracle.UnlockKeys(keys)
+	op, err := r.oracle.Begin(ws)
+	if err != nil {
+		r.fail(errors.Wrap(err, "expected-state log"))
+		return
+	}
+	r.Stats.Writes.Add(1)
+	if err := do(); err != nil {
+		t.expectOK(what, err)
+		if err := r.oracle.Fail(op, ws); err != nil {
+			r.fail(errors.Wrap(err, "expected-state log"))
+		}
+		return
+	}
+	if err := r.oracle.Commit(op, ws); err != nil {
+		r.fail(errors.Wrap(err, "expected-state log"))
+	}
+}
+
+func (t *thread) put() {
+	ws := []Write{{Key: t.key()}}
+	t.write("put", ws, func() error {
+		return t.r.d.Put(Key(ws[0].Key), Value(ws[0].Key, ws[0].Version, t.r.cfg.ValueSizeMult), t.wo())
+	})
+}
+
+func (t *thread) del() {
+	ws := []Write{{Key: t.key(), Del: true}}
+	t.write("delete", ws, func() error { return t.r.d.Delete(Key(ws[0].Key), t.wo()) })
+}
+
+func (t *thread) delRange() {
+	s := t.key()
+	e := min(s+1+t.rng.Intn(8), t.r.cfg.MaxKey)
+	var ws []Write
+	for i := s; i < e; i++ {
+		ws = append(ws, Write{Key: i, Del: true})
+	}
+	t.write("delete range", ws, func() error { return t.r.d.DeleteRange(Key(s), Key(e), t.wo()) })
+}
+
+func (t *thread) batch() {
+	n := 2 + t.rng.Intn(5)
+	set := map[int]bool{}
+	for len(set) < n && len(set) < t.r.cfg.MaxKey {
+		set[t.key()] = true
+	}
+	var ws []Write
+	for k := range set {
+		ws = append(ws, Write{Key: k, Del: t.rng.Intn(5) == 0})
+	}
+	sort.Slice(ws, func(a, b int) bool { return ws[a].Key < ws[b].Key })
+	t.write("batch", ws, func() error {
+		b := db.NewBatch()
+		for _, w := range ws {
+			if w.Del {
+				b.Delete(Key(w.Key))
+			} else {
+				b.Put(Key(w.Key), Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
+			}
+		}
+		return t.r.d.Write(b, t.wo())
+	})
+}
+
+// readErr classifies a read error: NotFound is an answer, an injected
+// fault is tolerated in fault mode, anything else fails the run.
+func (t *thread) readErr(what string, i int, err error) (found, ok bool) {
+	if err == nil {
+		return true, true
+	}
+	if errors.Is(err, db.ErrNotFound) {
+		return false, true
+	}
+	t.expectOK(fmt.Sprintf("%s %s", what, Key(i)), err)
+	return false, false
+}
+
+func (t *thread) get() {
+	r := t.r
+	i := t.key()
+	r.Stats.Reads.Add(1)
+	pre := r.oracle.State(i)
+	v, err := r.d.Get(Key(i), nil)
+	post := r.oracle.State(i)
+	found, ok := t.readErr("get", i, err)
+	if !ok {
+		return
+	}
+	if err := r.check(i, pre, post, found, v, r.cfg.ValueSizeMult); err != nil {
+		r.fail(errors.Wrapf(err, "get (thread %d, extractor %q)", t.id, r.ext))
+	}
+}
+
+func (t *thread) multiGet() {
+	r := t.r
+	n := 1 + t.rng.Intn(8)
+	idx := make([]int, n)
+	keys := make([][]byte, n)
+	pre := make([]KeyState, n)
+	for j := range idx {
+		idx[j] = t.key()
+		keys[j] = Key(idx[j])
+		pre[j] = r.oracle.State(idx[j])
+	}
+	r.Stats.Reads.Add(1)
+	vals, errs := r.d.MultiGet(keys, nil)
+	for j, i := range idx {
+		post := r.oracle.State(i)
+		found, ok := t.readErr("multiget", i, errs[j])
+		if !ok {
+			continue
+		}
+		if err := r.check(i, pre[j], post, found, vals[j], r.cfg.ValueSizeMult); err != nil {
+			r.fail(errors.Wrapf(err, "multiget of %d keys (thread %d, extractor %q)", n, t.id, r.ext))
+			return
+		}
+	}
+}
+
+func (t *thread) compactRange() {
+	r := t.r
+	r.Stats.Compactions.Add(1)
+	if t.rng.Intn(3) == 0 {
+		t.expectOK("compact range (all)", r.d.CompactRange(nil, nil))
+		return
+	}
+	s := t.key()
+	e := min(s+1+t.rng.Intn(r.cfg.MaxKey/4+1), r.cfg.MaxKey)
+	t.expectOK(fmt.Sprintf("compact range [%s, %s)", Key(s), Key(e)), r.d.CompactRange(Key(s), Key(e)))
+}
+
+func (t *thread) setOptions() {
+	r := t.r
+	r.Stats.SetOptions.Add(1)
+	var m map[string]string
+	switch t.rng.Intn(3) {
+	case 0:
+		m = map[string]string{"write_buffer_size": strconv.Itoa([]int{32 << 10, 64 << 10, 256 << 10, 1 << 20}[t.rng.Intn(4)])}
+	case 1:
+		m = map[string]string{"disable_auto_compactions": strconv.FormatBool(t.rng.Intn(4) == 0)}
+	default:
+		// A bad value must be refused with ErrInvalidArgument.
+		err := r.d.SetOptions(map[string]string{"write_buffer_size": "-1"})
+		if !errors.Is(err, db.ErrInvalidArgument) {
+			r.fail(errors.Newf("set_options write_buffer_size=-1: got %v, want ErrInvalidArgument", err))
+		}
+		return
+	}
+	t.expectOK(fmt.Sprintf("set_options %v", m), r.d.SetOptions(m))
+}
+
+// swapExtractor changes the prefix extractor with SetOptions, or by a
+// close and reopen, to a compatible or incompatible one.
+func (t *thread) swapExtractor() {
+	r := t.r
+	ext := extractorChoices[t.rng.Intn(len(extractorChoices))]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Stats.Swaps.Add(1)
+	if t.rng.Intn(4) == 0 {
+		t.reopenLocked(ext)
+		return
+	}
+	m := map[string]string{"prefix_extractor": ext}
+	if t.expectOK("set_options prefix_extractor="+ext, r.d.SetOptions(m)) {
+		r.ext = ext
+		return
+	}
+	// A failed SetOptions may have applied the change anyway (the OPTIONS
+	// file write failed after it): set it again without faults so the
+	// extractor in force is known.
+	was := r.faults.enable(false)
+	defer r.faults.enable(was)
+	if err := r.d.SetOptions(m); err != nil && !errors.Is(err, db.ErrClosed) {
+		r.fail(errors.Wrapf(err, "set_options prefix_extractor=%q without faults", ext))
+		return
+	}
+	r.ext = ext
+}
+
+func (t *thread) reopen() {
+	t.r.mu.Lock()
+	defer t.r.mu.Unlock()
+	ext := t.r.ext
+	if t.rng.Intn(2) == 0 {
+		ext = extractorChoices[t.rng.Intn(len(extractorChoices))]
+	}
+	t.reopenLocked(ext)
+}
+
+// reopenLocked reopens with ext and verifies every key: no writes run, so
+// the check is exact.
+func (t *thread) reopenLocked(ext string) {
+	r := t.r
+	if err := r.reopenLocked(ext); err != nil {
+		r.fail(err)
+		return
+	}
+	if r.faults != nil {
+		was := r.faults.enable(false)
+		defer r.faults.enable(was)
+	}
+	if err := r.verifyAll(nil); err != nil {
+		r.fail(errors.Wrapf(err, "after reopen with extractor %q", ext))
+	}
+}
+
+// takeSnapshot takes a snapshot while holding the write locks of a small
+// key range, so the expected state of those keys at the snapshot is known.
+func (t *thread) takeSnapshot() {
+	r := t.r
+	if len(t.snaps) >= 3 {
+		t.checkSnapshot()
+	}
+	lo := t.key()
+	hi := min(lo+1+t.rng.Intn(16), r.cfg.MaxKey)
+	keys := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		keys = append(keys, i)
+	}
+	r.oracle.LockKeys(keys)
+	s := r.d.NewSnapshot()
+	states := r.oracle.States(lo, hi)
+	r.oracle.UnlockKeys(keys)
+	r.Stats.Snapshots.Add(1)
+	t.snaps = append(t.snaps, heldSnapshot{snap: s, gen: r.dbGen, lo: lo, hi: hi, states: states})
+}
+
+// checkSnapshot reads the keys of the oldest held snapshot through it, by
+// Get or by an iterator, and checks them against the state saved when it
+// was taken; then releases it.
+func (t *thread) checkSnapshot() {
+	r := t.r
+	h := t.snaps[0]
+	t.snaps = t.snaps[1:]
+	defer h.snap.Release()
+	if h.gen != r.dbGen {
+		return // the DB was reopened since: the snapshot is gone
+	}
+	ro := &db.ReadOptions{Snapshot: h.snap}
+	if t.rng.Intn(2) == 0 {
+		for i := h.lo; i < h.hi; i++ {
+			v, err := r.d.Get(Key(i), ro)
+			found, ok := t.readErr("snapshot get", i, err)
+			if !ok {
+				continue
+			}
+			s := h.states[i-h.lo]
+			if err := r.check(i, s, s, found, v, r.cfg.ValueSizeMult); err != nil {
+				r.fail(errors.Wrapf(err, "get at snapshot of [%s, %s)", Key(h.lo), Key(h.hi)))
+				return
+			}
+		}
+		return
+	}
+	ro.LowerBound, ro.UpperBound = Key(h.lo), Key(h.hi)
+	it := r.d.NewIterator(ro)
+	defer it.Close()
+	fwd := t.rng.Intn(2) == 0
+	t.checkIter(it, fwd, h.lo, h.hi, h.states, h.states, "iterate at snapshot", false, 0)
+}
+
+// iterate runs an iterator with random bounds in a random direction,
+// TotalOrderSeek or not.
+func (t *thread) iterate() {
+	t.iter(false)
+}
+
+// prefixScan runs a PrefixSameAsStart iterator from a Seek or SeekForPrev.
+func (t *thread) prefixScan() {
+	t.iter(true)
+}
+
+func (t *thread) iter(prefixMode bool) {
+	r := t.r
+	n := r.cfg.MaxKey
+	r.Stats.Iters.Add(1)
+	lo, hi := 0, n
+	ro := &db.ReadOptions{TotalOrderSeek: t.rng.Intn(3) == 0, PrefixSameAsStart: prefixMode}
+	if t.rng.Intn(2) == 0 {
+		lo = t.rng.Intn(n)
+		ro.LowerBound = Key(lo)
+	}
+	if t.rng.Intn(2) == 0 {
+		hi = lo + 1 + t.rng.Intn(n-lo)
+		ro.UpperBound = Key(hi)
+	}
+	fwd := t.rng.Intn(2) == 0
+	seek := lo + t.rng.Intn(hi-lo)
+	useSeek := prefixMode || t.rng.Intn(2) == 0
+	ext := r.ext
+	plo, phi := lo, hi
+	if prefixMode && ext != "" {
+		e, _ := prefix.Parse(ext)
+		sk := Key(seek)
+		if e.InDomain(sk) {
+			p := append([]byte(nil), e.Transform(sk)...)
+			same := func(i int) bool {
+				k := Key(i)
+				return e.InDomain(k) && bytes.Equal(e.Transform(k), p)
+			}
+			a, b := seek, seek+1
+			for a > 0 && same(a-1) {
+				a--
+			}
+			for b < n && same(b) {
+				b++
+			}
+			plo, phi = max(lo, a), min(hi, b)
+		}
+	}
+	pre := r.oracle.States(plo, phi)
+	it := r.d.NewIterator(ro)
+	defer it.Close()
+	post := r.oracle.States(plo, phi)
+	what := fmt.Sprintf("iterator (thread %d, extractor %q, bounds [%d,%d), prefix_same_as_start=%v, total_order_seek=%v, fwd=%v, seek=%v to %d)",
+		t.id, ext, lo, hi, prefixMode, ro.TotalOrderSeek, fwd, useSeek, seek)
+	t.checkIter(it, fwd, plo, phi, pre, post, what, useSeek, seek)
+}
+
+// checkIter positions it (SeekToFirst/SeekToLast, or Seek/SeekForPrev to
+// seek if useSeek) and walks up to a limit, checking every key yielded
+// against the oracle and that every key skipped in [lo, hi) may be absent.
+func (t *thread) checkIter(it *db.Iterator, fwd bool, lo, hi int, pre, post []KeyState, what string, useSeek bool, seek int) {
+	r := t.r
+	var cur int // next expected index (fwd) or last+1 (backward)
+	switch {
+	case fwd && useSeek:
+		it.Seek(Key(seek))
+		cur = max(seek, lo)
+	case fwd:
+		it.SeekToFirst()
+		cur = lo
+	case useSeek:
+		it.SeekForPrev(Key(seek))
+		cur = min(seek+1, hi)
+	default:
+		it.SeekToLast()
+		cur = hi
+	}
+	absent := func(a, b int) error {
+		for i := a; i < b; i++ {
+			if !r.cfg.FIFO && !MayBeAbsent(pre[i-lo], post[i-lo]) {
+				return errors.Newf("key %s skipped, expected version %s", Key(i), expectDesc(pre[i-lo], post[i-lo]))
+			}
+		}
+		return nil
+	}
+	limit := 20 + t.rng.Intn(100)
+	for steps := 0; ; steps++ {
+		if steps == limit {
+			return
+		}
+		if !it.Valid() {
+			if err := it.Err(); err != nil {
+				t.expectOK(what, err)
+				return
+			}
+			var err error
+			if fwd {
+				err = absent(cur, hi)
+			} else {
+				err = absent(lo, cur)
+			}
+			if err != nil {
+				r.fail(errors.Wrapf(err, "%s: at end", what))
+			}
+			return
+		}
+		i, err := KeyIndex(it.Key())
+		if err != nil {
+			r.fail(errors.Wrapf(err, "%s", what))
+			return
+		}
+		if (fwd && (i < cur || i >= hi)) || (!fwd && (i >= cur || i < lo)) {
+			r.fail(errors.Newf("%s: yielded key %s outside the expected range / order (next expected %d, range [%d,%d))", what, Key(i), cur, lo, hi))
+			return
+		}
+		if fwd {
+			err = absent(cur, i)
+			cur = i + 1
+		} else {
+			err = absent(i+1, cur)
+			cur = i
+		}
+		if err == nil {
+			err = r.check(i, pre[i-lo], post[i-lo], true, it.Value(), r.cfg.ValueSizeMult)
+		}
+		if err != nil {
+			r.fail(errors.Wrapf(err, "%s", what))
+			return
+		}
+		if fwd {
+			it.Next()
+		} else {
+			it.Prev()
+		}
+	}
+}
