@@ -96,6 +96,8 @@ func (d *DB) GetProperty(name string) (string, bool) {
 		return d.mu.bgErr.Error(), true
 	case PropOptionsFileReport:
 		return d.optionsFileReport(), true
+	case PropEstimateNumKeys:
+		return d.estimateNumKeys()
 	case PropPrefixExtractor:
 		if h := d.extractor.Load(); h != nil {
 			return h.name, true

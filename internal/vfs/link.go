@@ -1,0 +1,65 @@
+package vfs
+
+import (
+	"os"
+	"syscall"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Linker is implemented by file systems that can make hard links. It is an
+// optional extension of FS: callers use the package function Link, which
+// reports ErrLinkUnsupported for file systems without it.
+type Linker interface {
+	// Link makes newname a second name of the existing file oldname (a
+	// hard link). newname must not exist. Like a creation, the new entry
+	// is durable once its directory is synced.
+	Link(oldname, newname string) error
+}
+
+// ErrLinkUnsupported is the class of the error Link returns when fs cannot
+// make hard links at all. Callers that can copy instead should also fall
+// back on any other Link error (EXDEV across devices, EPERM on file systems
+// without hard links).
+var ErrLinkUnsupported = errors.New("vfs: hard links are not supported")
+
+// Link makes newname a hard link to oldname when fs implements Linker.
+func Link(fs FS, oldname, newname string) error {
+	l, ok := fs.(Linker)
+	if !ok {
+		return errors.Wrapf(ErrLinkUnsupported, "link %s %s", oldname, newname)
+	}
+	return l.Link(oldname, newname)
+}
+
+var _ Linker = diskFS{}
+
+// Link implements Linker with link(2).
+func (diskFS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
+
+var _ Linker = (*MemFS)(nil)
+
+// Link implements Linker: newname shares oldname's contents, which never
+// change afterwards in practice (files are append-only, and the engine links
+// only finished files). The new entry needs a sync of its directory to
+// survive CrashClone, as a creation does.
+func (m *MemFS) Link(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.lookupLocked("link", oldname)
+	if err != nil {
+		return err
+	}
+	if n.isDir {
+		return pathErr("link", oldname, syscall.EPERM)
+	}
+	dir, base, err := m.walkLocked("link", newname)
+	if err != nil {
+		return err
+	}
+	if _, ok := dir.children[base]; ok {
+		return pathErr("link", newname, syscall.EEXIST)
+	}
+	m.setEntryLocked(dir, base, n)
+	return nil
+}
