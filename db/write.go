@@ -38,13 +38,14 @@ type writer struct {
 	flush bool
 	// flushed is the memtable the flush rotated out, if any.
 	flushed *memTable
+	done    bool
+	err     error
+	cond    sync.Cond
+
 	// ingest, when set, marks a DB.Ingest call: it leads a group of its
 	// own and runs ingest, so that no write commits while the ingestion
 	// takes its sequence number (ingest.go).
 	ingest func() error
-	done    bool
-	err     error
-	cond    sync.Cond
 }
 
 const maxGroupBytes = 1 << 20
