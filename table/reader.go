@@ -226,7 +226,7 @@ func (r *Reader) readProperties() error {
 	if !ok {
 		r.props = &Properties{}
 	} else {
-		b, err := r.readRaw(h, nil, true)
+		b, err := r.readPropertiesBlock(h)
 		if err != nil {
 			return err
 		}
