@@ -93,7 +93,7 @@ func (d *DB) approximateTableSize(f *version.FileMetadata, start, end []byte) (u
 	if startWhole && endWhole {
 		return f.Size, nil
 	}
-	e, err := d.tables.acquire(f.FileNum)
+	e, err := d.tables.acquire(f)
 	if err != nil {
 		return 0, err
 	}
@@ -156,7 +156,7 @@ func (d *DB) estimateNumKeys() (string, bool) {
 	var entries, deletions uint64
 	for _, files := range rs.version.Levels {
 		for _, f := range files {
-			e, err := d.tables.acquire(f.FileNum)
+			e, err := d.tables.acquire(f)
 			if err != nil {
 				// A table that cannot be opened counts as empty: the
 				// estimate is best effort, and reads report the error.

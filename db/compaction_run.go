@@ -132,7 +132,7 @@ func (d *DB) compactionInputs(c *compaction) (iterator.Iterator, []base.Tombston
 	for _, files := range c.pick.Inputs {
 		for _, f := range files {
 			size += f.Size
-			e, err := d.tables.acquire(f.FileNum)
+			e, err := d.tables.acquire(f)
 			if err != nil {
 				return nil, nil, 0, err
 			}
@@ -164,7 +164,7 @@ func (d *DB) compactionLevelIter(files []*version.FileMetadata) iterator.Iterato
 		bounds[i] = iterator.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
 	}
 	return iterator.NewLevel(bounds, func(i int) (iterator.Iterator, error) {
-		e, err := d.tables.acquire(files[i].FileNum)
+		e, err := d.tables.acquire(files[i])
 		if err != nil {
 			return nil, err
 		}

@@ -22,7 +22,7 @@ func (d *DB) newLevelIter(st *iterState, files []*version.FileMetadata, bounds [
 		bounds[i] = iterator.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
 	}
 	return iterator.NewLevel(bounds, func(i int) (iterator.Iterator, error) {
-		e, err := d.tables.acquire(files[i].FileNum)
+		e, err := d.tables.acquire(files[i])
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func (rs *readState) tableTombstones() ([]base.Tombstone, error) {
 				if !f.RangeDelsKnown && d.rangeDelCounts.knownEmpty(f.FileNum) {
 					continue
 				}
-				e, err := d.tables.acquire(f.FileNum)
+				e, err := d.tables.acquire(f)
 				if err != nil {
 					rs.tombErr = err
 					return

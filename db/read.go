@@ -155,7 +155,7 @@ func (r *getResult) resolve(key []byte) ([]byte, error) {
 // getFromTable looks key up in one table, consulting its tombstones and then
 // its filter before reading a data block.
 func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum, h *extractorHandle, r *getResult) error {
-	e, err := d.tables.acquire(f.FileNum)
+	e, err := d.tables.acquire(f)
 	if err != nil {
 		return err
 	}

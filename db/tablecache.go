@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/table"
+	"github.com/stratadb/strata/version"
 )
 
 // tableCache keeps table readers open, up to a bound, keyed by file number.
@@ -55,9 +56,11 @@ func newTableCache(d *DB, max int) *tableCache {
 	return &tableCache{fs: d.fs, dirname: d.dirname, bcache: d.cache, db: d, max: max, entries: make(map[uint64]*tableEntry)}
 }
 
-// acquire returns the open reader of fileNum, referenced; release it after
-// use.
-func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
+// acquire returns the open reader of table f, referenced; release it after
+// use. The reader of an ingested table reads its entries at f's largest
+// sequence number (see table.ReaderOptions.LargestSeqNum).
+func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
+	fileNum := f.FileNum
 	tc.mu.RLock()
 	e := tc.entries[fileNum]
 	if e != nil {
@@ -68,7 +71,7 @@ func (tc *tableCache) acquire(fileNum uint64) (*tableEntry, error) {
 		e = tc.insert(fileNum)
 	}
 	e.touched.Store(true)
-	e.once.Do(func() { tc.open(e) })
+	e.once.Do(func() { tc.open(e, uint64(f.LargestSeq)) })
 	if e.err != nil {
 		err := e.err
 		tc.forget(e)
@@ -101,7 +104,7 @@ func (tc *tableCache) insert(fileNum uint64) *tableEntry {
 	return e
 }
 
-func (tc *tableCache) open(e *tableEntry) {
+func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 	name := tc.dirname + "/" + base.MakeFilename(base.FileKindTable, e.fileNum)
 	f, err := tc.fs.Open(name)
 	if err != nil {
@@ -114,7 +117,8 @@ func (tc *tableCache) open(e *tableEntry) {
 		e.err = errors.Wrapf(err, "strata: stat of table %s", name)
 		return
 	}
-	r, err := table.Open(f, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum})
+	r, err := table.Open(f, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum,
+		LargestSeqNum: largestSeq})
 	if err != nil {
 		f.Close()
 		e.err = err

@@ -38,11 +38,11 @@ func TestTableCacheKeepsReferencedEntryOpen(t *testing.T) {
 		}
 		return out
 	}
-	held, err := tc.acquire(files[0].FileNum)
+	held, err := tc.acquire(files[0])
 	require.NoError(t, err)
 	for round := 0; round < 3; round++ {
 		for _, f := range files[1:] {
-			e, err := tc.acquire(f.FileNum)
+			e, err := tc.acquire(f)
 			require.NoError(t, err)
 			require.Equal(t, []uint64{f.FileNum}, cached(), "the entry just inserted was not cached")
 			tc.release(e)

@@ -42,6 +42,11 @@ type writer struct {
 	done    bool
 	err     error
 	cond    sync.Cond
+
+	// ingest, when set, marks a DB.Ingest call: it leads a group of its
+	// own and runs ingest, so that no write commits while the ingestion
+	// takes its sequence number (ingest.go).
+	ingest func() error
 }
 
 const maxGroupBytes = 1 << 20
@@ -232,6 +237,8 @@ func (d *DB) runInPipeline(w *writer) error {
 	var err error
 	if w.flush {
 		err = d.rotateForFlush(w)
+	} else if w.ingest != nil {
+		err = w.ingest()
 	} else {
 		err = d.commitGroup(group, groupBatch)
 	}
@@ -259,14 +266,14 @@ func (d *DB) runInPipeline(w *writer) error {
 // c.mu must be held.
 func (c *commitPipeline) formGroupLocked() ([]*writer, *batch.Batch) {
 	lead := c.queue[0]
-	if lead.flush {
+	if lead.flush || lead.ingest != nil {
 		return c.queue[:1:1], nil
 	}
 	n := 1
 	size := lead.b.Len()
 	for n < len(c.queue) {
 		w := c.queue[n]
-		if w.flush || w.disableWAL != lead.disableWAL || size+w.b.Len() > maxGroupBytes {
+		if w.flush || w.ingest != nil || w.disableWAL != lead.disableWAL || size+w.b.Len() > maxGroupBytes {
 			break
 		}
 		size += w.b.Len()

@@ -346,6 +346,9 @@ func (it *Iter) SeekLT(key []byte) bool {
 // Key implements iterator.Iterator.
 func (it *Iter) Key() base.InternalKey {
 	k, _ := base.DecodeInternalKey(it.data.key)
+	if it.r.hasGlobalSeq {
+		k.Trailer = base.MakeTrailer(it.r.globalSeq, k.Kind())
+	}
 	return k
 }
 
@@ -376,7 +379,17 @@ func (r *Reader) Get(ukey []byte, snap base.SeqNum) (value []byte, kind base.Kin
 	}
 	it.index.init(r)
 	it.loaded = false
-	if it.seekGE(ukey, snap-1) {
+	target := snap - 1
+	if r.hasGlobalSeq {
+		// Every entry is stored at sequence number 0 and reads at the
+		// global one: the table is visible at snap entirely or not at all.
+		if !base.Visible(r.globalSeq, snap) {
+			r.iterPool.Put(it)
+			return nil, 0, 0, false, nil
+		}
+		target = base.MaxSeqNum
+	}
+	if it.seekGE(ukey, target) {
 		k := it.Key()
 		if base.CompareUser(k.UserKey, ukey) == 0 {
 			value, kind, seq, found = it.Value(), k.Kind(), k.SeqNum(), true

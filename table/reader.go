@@ -30,6 +30,13 @@ type ReaderOptions struct {
 	FileName string
 	// FileNum is the table's file number.
 	FileNum uint64
+	// LargestSeqNum is the largest sequence number the MANIFEST records
+	// for the file. A table written for ingestion (one with the
+	// rocksdb.external_sst_file.version property) stores every entry at
+	// sequence number 0; the sequence number its entries read with, its
+	// global sequence number, is its global_seqno property when that is
+	// non-zero and LargestSeqNum otherwise, as RocksDB reads it.
+	LargestSeqNum uint64
 }
 
 // Reader reads one table. It is safe for concurrent use by iterators and
@@ -65,6 +72,10 @@ type Reader struct {
 	tombstones     []base.Tombstone
 	metaHandles    map[string]blockHandle
 	iterPool       sync.Pool
+	// globalSeq, when hasGlobalSeq, replaces the sequence number of every
+	// entry and tombstone (an ingested external table).
+	globalSeq    base.SeqNum
+	hasGlobalSeq bool
 }
 
 // Open reads the footer, metaindex, properties, index, filter and
@@ -215,7 +226,7 @@ func (r *Reader) readProperties() error {
 	if !ok {
 		r.props = &Properties{}
 	} else {
-		b, err := r.readRaw(h, nil, true)
+		b, err := r.readPropertiesBlock(h)
 		if err != nil {
 			return err
 		}
@@ -239,7 +250,7 @@ func (r *Reader) readProperties() error {
 	if p.IndexType > IndexBinarySearchWithFirstKey {
 		return r.corruptf("unknown index type %d", p.IndexType)
 	}
-	return nil
+	return r.setGlobalSeq()
 }
 
 // newIndexBlockIter prepares it to walk an index block (or partition).
@@ -333,8 +344,12 @@ func (r *Reader) readRangeDels() error {
 		if !ok || k.Kind() != base.KindRangeDelete {
 			return r.corruptf("bad range deletion key in block at offset %d", h.offset)
 		}
+		seq := k.SeqNum()
+		if r.hasGlobalSeq {
+			seq = r.globalSeq
+		}
 		r.tombstones = append(r.tombstones, base.Tombstone{
-			Start: bytes.Clone(k.UserKey), End: bytes.Clone(it.val), Seq: k.SeqNum()})
+			Start: bytes.Clone(k.UserKey), End: bytes.Clone(it.val), Seq: seq})
 	}
 	if it.corrupt {
 		return r.corruptf("bad range deletion block at offset %d", h.offset)

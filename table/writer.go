@@ -68,6 +68,8 @@ type Writer struct {
 
 	props Properties
 	meta  WriterMetadata
+	// external adds RocksDB's external-file properties (ExternalWriter).
+	external bool
 }
 
 // NewWriter returns a Writer that writes a table to w. Errors in opts are

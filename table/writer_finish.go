@@ -212,6 +212,11 @@ func (w *Writer) propertyList() []Property {
 	out = append(out, Property{Name: propIndexType, Value: binary.LittleEndian.AppendUint32(nil, IndexBinarySearch)})
 	b(propWholeKeyFiltering, o.WholeKeyFiltering)
 	b(propPrefixFiltering, o.PrefixExtractor != nil)
+	if w.external {
+		out = append(out,
+			Property{Name: propExternalVersion, Value: binary.LittleEndian.AppendUint32(nil, ExternalFileVersion)},
+			Property{Name: propGlobalSeqNo, Value: binary.LittleEndian.AppendUint64(nil, 0)})
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"io"
 	"os"
 	"syscall"
 
@@ -62,4 +63,43 @@ func (m *MemFS) Link(oldname, newname string) error {
 	}
 	m.setEntryLocked(dir, base, n)
 	return nil
+}
+
+// LinkOrCopy makes newname a hard link to oldname when fs can link (and
+// the link succeeds), and otherwise a copy of it. It reports whether it
+// linked. The copy is synced; a link shares the (already durable, if
+// synced) bytes of oldname. Neither is durable in its directory until the
+// directory is synced.
+func LinkOrCopy(fs FS, oldname, newname string) (linked bool, err error) {
+	if err := Link(fs, oldname, newname); err == nil {
+		return true, nil
+	}
+	return false, Copy(fs, oldname, newname)
+}
+
+// Copy copies the file oldname to a new file newname and syncs it. On
+// error newname is removed.
+func Copy(fs FS, oldname, newname string) (err error) {
+	src, err := fs.Open(oldname)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := fs.Create(newname)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			dst.Close()
+			fs.Remove(newname)
+		}
+	}()
+	if _, err = io.Copy(struct{ io.Writer }{dst}, src); err != nil {
+		return errors.Wrapf(err, "copying %s to %s", oldname, newname)
+	}
+	if err = dst.Sync(); err != nil {
+		return err
+	}
+	return dst.Close()
 }

@@ -224,3 +224,40 @@ func TestDiskLock_FlockExcludesOtherDescriptions(t *testing.T) {
 	require.NoError(t, flock(f))
 	require.NoError(t, f.Close())
 }
+
+func TestMemLinkSharesBytesAndNeedsDirSync(t *testing.T) {
+	fs := NewMem()
+	require.NoError(t, fs.MkdirAll("/d", 0o755))
+	root, err := fs.OpenDir("/")
+	require.NoError(t, err)
+	require.NoError(t, root.Sync())
+	f, err := fs.Create("/d/a")
+	require.NoError(t, err)
+	_, err = f.Write([]byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	dir, err := fs.OpenDir("/d")
+	require.NoError(t, err)
+	require.NoError(t, dir.Sync())
+
+	linked, err := LinkOrCopy(fs, "/d/a", "/d/b")
+	require.NoError(t, err)
+	require.True(t, linked)
+	require.Error(t, fs.Link("/d/a", "/d/b"), "existing target")
+	st, err := fs.Stat("/d/b")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), st.Size())
+	// Not durable before the directory sync...
+	_, err = fs.CrashClone().Stat("/d/b")
+	require.Error(t, err)
+	require.NoError(t, dir.Sync())
+	// ...durable after it, with the linked file's synced bytes.
+	st, err = fs.CrashClone().Stat("/d/b")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), st.Size())
+	// Removing one name keeps the other.
+	require.NoError(t, fs.Remove("/d/a"))
+	_, err = fs.Stat("/d/b")
+	require.NoError(t, err)
+}
