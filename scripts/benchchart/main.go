@@ -4,7 +4,11 @@
 // run_baselines.sh and scripts/run-benchmarks.sh write (tab-separated: rep,
 // engine, config label, db_bench result line).
 //
-//	go run ./scripts/benchchart -o docs/img/ratios.svg -base pebble \
+// It is a module of its own, so that gonum stays out of the library's
+// module; from the repository root:
+//
+//	go build -C scripts/benchchart -o /tmp/benchchart .
+//	/tmp/benchchart -o docs/img/ratios.svg -base pebble \
 //		-engines strata,rocksdb,pebble /tmp/strata-bench/*/results.tsv
 //
 // Workloads are named benchmark.compression (the compression is the label's
