@@ -41,7 +41,7 @@ type stats struct {
 
 	// Progress and per-op latency tracking.
 	histOn       bool
-	progress     io.Writer // nil = no "... finished N ops" lines
+	progress     *progressLine // nil = no "... finished N ops" lines
 	nextReport   int64
 	lastOpFinish time.Time
 	rep          *reporter // nil = no -report_file
@@ -77,7 +77,7 @@ func (s *stats) finishedOps(n int64, t opType) {
 	s.done += n
 	if s.progress != nil && s.done >= s.nextReport {
 		s.nextReport += progressStep(s.nextReport)
-		fmt.Fprintf(s.progress, "... finished %d ops%30s\r", s.done, "")
+		s.progress.report(s.done)
 	}
 }
 
