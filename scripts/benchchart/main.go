@@ -1,8 +1,8 @@
 // Command benchchart draws the median throughput of each engine, relative to
 // one base engine, as grouped bars: one group per workload, one bar per
-// engine. It reads the results.tsv files that shared/bench/peers/
-// run_baselines.sh and scripts/run-benchmarks.sh write (tab-separated: rep,
-// engine, config label, db_bench result line).
+// engine. It reads the results.tsv files that scripts/run-benchmarks.sh
+// (and the peer-engine harness it calls) write (tab-separated: rep, engine,
+// config label, db_bench result line).
 //
 // It is a module of its own, so that gonum stays out of the library's
 // module; from the repository root:
