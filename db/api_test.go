@@ -423,12 +423,13 @@ func TestSnapshotSeesAcknowledgedWrites(t *testing.T) {
 	var acked atomic.Int64
 	acked.Store(-1)
 	var wg sync.WaitGroup
+	werr := make(chan error, 1) // the writer's failure, checked after wg.Wait
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 2000; i++ {
 			if err := d.Put([]byte(fmt.Sprintf("s%05d", i)), []byte(strconv.Itoa(i)), nil); err != nil {
-				t.Error(err)
+				werr <- err
 				return
 			}
 			acked.Store(int64(i))
@@ -453,6 +454,8 @@ func TestSnapshotSeesAcknowledgedWrites(t *testing.T) {
 		s.Release()
 	}
 	wg.Wait()
+	close(werr)
+	require.NoError(t, <-werr)
 }
 
 // prefixScan seeks (or seeks for prev) to key and returns the keys in the

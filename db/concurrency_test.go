@@ -37,7 +37,7 @@ type concWriter struct {
 
 const concKeysPerWriter = 150
 
-func (w *concWriter) step(t *testing.T, d *db.DB, version int) {
+func (w *concWriter) step(t require.TestingT, d *db.DB, version int) {
 	k := concKey(w.id, w.rng.Intn(concKeysPerWriter))
 	switch w.rng.Intn(10) {
 	case 0, 1, 2, 3:
@@ -76,7 +76,7 @@ func (w *concWriter) step(t *testing.T, d *db.DB, version int) {
 }
 
 // checkRange compares writer id's key range at ro with m.
-func checkRange(t *testing.T, d *db.DB, ro *db.ReadOptions, id int, m *testutil.Model, what string) {
+func checkRange(t require.TestingT, d *db.DB, ro *db.ReadOptions, id int, m *testutil.Model, what string) {
 	lo, hi := []byte(fmt.Sprintf("w%d/", id)), []byte(fmt.Sprintf("w%d0", id))
 	ro.LowerBound, ro.UpperBound = lo, hi
 	it := d.NewIterator(ro)
@@ -123,6 +123,8 @@ func TestConcurrentReadWrite(t *testing.T) {
 	require.NoError(t, err)
 	var stop atomic.Bool
 	var bg, wg sync.WaitGroup
+	// Workers assert through rep; the test goroutine checks it after joining.
+	rep := &testutil.Reporter{}
 	ws := make([]*concWriter, writers)
 	for i := range ws {
 		ws[i] = &concWriter{id: i, rng: rand.New(rand.NewSource(seed + int64(i))), model: testutil.NewModel()}
@@ -134,22 +136,22 @@ func TestConcurrentReadWrite(t *testing.T) {
 				m *testutil.Model
 			}
 			var snaps []held
-			for n := 0; n < ops && !t.Failed(); n++ {
-				w.step(t, d, n)
+			for n := 0; n < ops && !rep.Failed(); n++ {
+				w.step(rep, d, n)
 				if n%50 == 0 {
 					s := held{d.NewSnapshot(), w.model.Clone()}
-					checkRange(t, d, &db.ReadOptions{Snapshot: s.s}, w.id, s.m, "new snapshot")
+					checkRange(rep, d, &db.ReadOptions{Snapshot: s.s}, w.id, s.m, "new snapshot")
 					snaps = append(snaps, s)
 				}
 				if len(snaps) > 3 {
 					s := snaps[0]
-					checkRange(t, d, &db.ReadOptions{Snapshot: s.s}, w.id, s.m, "old snapshot")
+					checkRange(rep, d, &db.ReadOptions{Snapshot: s.s}, w.id, s.m, "old snapshot")
 					s.s.Release()
 					snaps = snaps[1:]
 				}
 			}
 			for _, s := range snaps {
-				checkRange(t, d, &db.ReadOptions{Snapshot: s.s}, w.id, s.m, "final snapshot")
+				checkRange(rep, d, &db.ReadOptions{Snapshot: s.s}, w.id, s.m, "final snapshot")
 				s.s.Release()
 			}
 		}(ws[i])
@@ -158,24 +160,22 @@ func TestConcurrentReadWrite(t *testing.T) {
 		bg.Add(1)
 		go func(rng *rand.Rand) {
 			defer bg.Done()
-			for !stop.Load() && !t.Failed() {
-				concRead(t, d, rng, writers)
+			for !stop.Load() && !rep.Failed() {
+				concRead(rep, d, rng, writers)
 			}
 		}(rand.New(rand.NewSource(seed + 100 + int64(i))))
 	}
 	bg.Add(1)
 	go func(rng *rand.Rand) {
 		defer bg.Done()
-		for !stop.Load() && !t.Failed() {
-			concMaintenance(t, d, rng)
+		for !stop.Load() && !rep.Failed() {
+			concMaintenance(rep, d, rng)
 		}
 	}(rand.New(rand.NewSource(seed + 200)))
 	wg.Wait()
 	stop.Store(true)
 	bg.Wait()
-	if t.Failed() {
-		return
-	}
+	require.NoError(t, rep.Err())
 	for _, w := range ws {
 		checkRange(t, d, &db.ReadOptions{}, w.id, w.model, "final state")
 	}
@@ -191,7 +191,7 @@ func TestConcurrentReadWrite(t *testing.T) {
 // concRead does one random read and checks what can be checked while
 // writes run: values belong to their keys, iteration is ordered, and a
 // snapshot reads the same twice.
-func concRead(t *testing.T, d *db.DB, rng *rand.Rand, writers int) {
+func concRead(t require.TestingT, d *db.DB, rng *rand.Rand, writers int) {
 	k := concKey(rng.Intn(writers), rng.Intn(concKeysPerWriter))
 	switch rng.Intn(4) {
 	case 0:
@@ -237,7 +237,7 @@ func concRead(t *testing.T, d *db.DB, rng *rand.Rand, writers int) {
 	}
 }
 
-func snapshotContents(t *testing.T, d *db.DB, ro *db.ReadOptions) []testutil.KV {
+func snapshotContents(t require.TestingT, d *db.DB, ro *db.ReadOptions) []testutil.KV {
 	it := d.NewIterator(ro)
 	var out []testutil.KV
 	for it.SeekToLast(); it.Valid(); it.Prev() {
@@ -249,7 +249,7 @@ func snapshotContents(t *testing.T, d *db.DB, ro *db.ReadOptions) []testutil.KV 
 }
 
 // concMaintenance runs one Flush, CompactRange or SetOptions.
-func concMaintenance(t *testing.T, d *db.DB, rng *rand.Rand) {
+func concMaintenance(t require.TestingT, d *db.DB, rng *rand.Rand) {
 	switch rng.Intn(5) {
 	case 0, 1:
 		require.NoError(t, d.Flush())

@@ -83,17 +83,21 @@ func TestPowerLossSyncedWrites(t *testing.T) {
 		var acked atomic.Int64
 		acked.Store(-1)
 		var wg sync.WaitGroup
+		werr := make(chan error, 1) // the writer's failure, checked after wg.Wait
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < n; i++ {
 				if err := d.Write(seqBatch(i), &db.WriteOptions{Sync: true}); err != nil {
-					t.Errorf("write %d: %v", i, err)
+					werr <- fmt.Errorf("write %d: %w", i, err)
 					return
 				}
 				acked.Store(int64(i))
 				if i%300 == 299 {
-					require.NoError(t, d.Flush())
+					if err := d.Flush(); err != nil {
+						werr <- fmt.Errorf("flush after write %d: %w", i, err)
+						return
+					}
 				}
 			}
 		}()
@@ -111,6 +115,8 @@ func TestPowerLossSyncedWrites(t *testing.T) {
 			}
 		}
 		wg.Wait()
+		close(werr)
+		require.NoError(t, <-werr)
 		images = append(images, fs.CrashClone())
 		mins = append(mins, n-1)
 		for i, img := range images {

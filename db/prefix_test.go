@@ -419,6 +419,8 @@ func TestPrefixSetOptionsRace(t *testing.T) {
 	}
 	exts := []prefix.Extractor{nil, prefix.Fixed(12), prefix.Fixed(8), prefix.Capped(4), prefix.Noop(), user12{}}
 	stop := make(chan struct{})
+	// The goroutines assert through rep; the test goroutine checks it.
+	rep := &testutil.Reporter{}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -434,7 +436,7 @@ func TestPrefixSetOptionsRace(t *testing.T) {
 				db.SwapPrefixExtractor(p.d, user12{})
 				continue
 			}
-			require.NoError(t, p.d.SetOptions(map[string]string{"prefix_extractor": opts[r.Intn(len(opts))]}))
+			require.NoError(rep, p.d.SetOptions(map[string]string{"prefix_extractor": opts[r.Intn(len(opts))]}))
 		}
 	}()
 	var readers sync.WaitGroup
@@ -443,31 +445,32 @@ func TestPrefixSetOptionsRace(t *testing.T) {
 		go func(seed int64) {
 			defer readers.Done()
 			r := rand.New(rand.NewSource(seed))
-			for i := 0; i < 150; i++ {
+			for i := 0; i < 150 && !rep.Failed(); i++ {
 				k := matrixKey(r)
 				want, ok := p.model.Get(k)
 				v, err := p.d.Get(k, nil)
 				if ok {
-					require.NoError(t, err)
-					require.Equal(t, want, v)
+					require.NoError(rep, err)
+					require.Equal(rep, want, v)
 				} else {
-					require.ErrorIs(t, err, db.ErrNotFound)
+					require.ErrorIs(rep, err, db.ErrNotFound)
 				}
 				vals, errs := p.d.MultiGet([][]byte{k, matrixKey(r)}, nil)
-				require.Equal(t, want, vals[0])
-				require.Equal(t, ok, errs[0] == nil)
-				racePrefixSeek(t, p, k, exts)
+				require.Equal(rep, want, vals[0])
+				require.Equal(rep, ok, errs[0] == nil)
+				racePrefixSeek(rep, p, k, exts)
 			}
 		}(int64(g))
 	}
 	readers.Wait()
 	close(stop)
 	wg.Wait()
+	require.NoError(t, rep.Err())
 }
 
 // racePrefixSeek runs a PrefixSameAsStart scan from k while the extractor
 // changes: the result must be the model's under one of the extractors.
-func racePrefixSeek(t *testing.T, p *prefixEnv, k []byte, exts []prefix.Extractor) {
+func racePrefixSeek(t require.TestingT, p *prefixEnv, k []byte, exts []prefix.Extractor) {
 	it := p.d.NewIterator(&db.ReadOptions{PrefixSameAsStart: true})
 	var got []string
 	for it.Seek(k); it.Valid() && len(got) < 20; it.Next() {
@@ -485,7 +488,7 @@ func racePrefixSeek(t *testing.T, p *prefixEnv, k []byte, exts []prefix.Extracto
 			return
 		}
 	}
-	t.Fatalf("PrefixSameAsStart scan from %q: %q matches no extractor", k, got)
+	require.Failf(t, "no extractor matches", "PrefixSameAsStart scan from %q: %q", k, got)
 }
 
 func equalStrings(a, b []string) bool {

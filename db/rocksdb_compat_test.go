@@ -1,8 +1,8 @@
 package db
 
 // RocksDB 7.8.3 compatibility: Strata opens directories RocksDB wrote
-// (testdata/rocksdb, copies of shared/fixtures/rocksdb-7.8.3 made by
-// RocksDB's own tools), and RocksDB's ldb opens directories Strata wrote.
+// (testdata/rocksdb, written by RocksDB 7.8.3's own tools; see
+// testdata/rocksdb/README.md), and RocksDB's ldb opens directories Strata wrote.
 // Tests that run ldb skip when it is missing, except under CI=true.
 
 import (

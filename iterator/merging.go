@@ -2,6 +2,7 @@ package iterator
 
 import (
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/invariants"
 )
 
 // Merging merges child iterators into one stream in internal-key order.
@@ -119,6 +120,9 @@ func (m *Merging) finish(dir int) bool {
 		return false
 	}
 	m.initHeap()
+	if invariants.Enabled {
+		m.checkHeap()
+	}
 	return len(m.heap) > 0
 }
 
@@ -190,6 +194,9 @@ func (m *Merging) step() bool {
 		return false
 	}
 	m.down(0)
+	if invariants.Enabled {
+		m.checkHeap()
+	}
 	return true
 }
 

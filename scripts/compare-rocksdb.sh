@@ -10,7 +10,7 @@
 # arguments name -db. DB_BENCH selects RocksDB's binary (default: db_bench on
 # PATH, e.g. /usr/bin/db_bench from `apt-get install rocksdb-tools`); without
 # it only dbbench runs. Note the Debian build has assertions on: its writes
-# are 1.5-2.2x slower than a release build (see shared/bench/BASELINES.md).
+# are 1.5-2.2x slower than a release build (see docs/benchmarks.md).
 set -euo pipefail
 
 n=3

@@ -117,7 +117,10 @@ for phase in $PHASES; do
 		sed -E 's/\t(read|seek|fillrandom|seekfill)\.snappy\t/\t\1.snappy-1GiB\t/' \
 			"$OUT/bigcache/results.tsv" >"$OUT/bigcache-relabel.tsv"
 		grep -P '\toverwrite ' "$OUT/overwrite/results.tsv" >"$OUT/overwrite-only.tsv"
-		chart() { (cd "$ROOT" && go run ./scripts/benchchart "$@"); }
+		# benchchart is its own module (gonum stays out of the library's).
+		chartbin="$(cd "$OUT" && pwd)/benchchart"
+		go build -C "$ROOT/scripts/benchchart" -o "$chartbin" . || exit 1
+		chart() { "$chartbin" "$@"; }
 		all="$OUT/peers/results.tsv $OUT/main/results.tsv"
 		{
 			chart -table -engines strata,rocksdb,pebble,goleveldb,badger \

@@ -15,8 +15,9 @@ type bench struct {
 	cfg      *config
 	dir      string
 	eng      engine
-	out      io.Writer // result lines
-	errOut   io.Writer // progress and notes
+	out      io.Writer     // result lines
+	errOut   io.Writer     // notes
+	progress *progressLine // on errOut when it is a terminal; nil = none
 	kg       keyGen
 	seedBase int64
 	rep      *reporter // nil = no -report_file
@@ -148,6 +149,7 @@ func (b *bench) runAll() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		b.progress.clear()
 		st.report(b.out, name)
 	}
 	return nil
@@ -163,9 +165,7 @@ func (b *bench) runThreads(n int, m method) (*stats, error) {
 		t := &threadState{tid: i, rand: newMT64(uint64(b.seedBase + b.threadsStarted)), shared: shared}
 		t.stats.histOn = b.cfg.histogram
 		t.stats.rep = b.rep
-		if b.cfg.progressReports {
-			t.stats.progress = b.errOut
-		}
+		t.stats.progress = b.progress
 		threads[i] = t
 	}
 	errs := make([]error, n)

@@ -118,7 +118,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.BoolVar(&c.disableAutoCompactions, "disable_auto_compactions", false, "no background compactions")
 	fs.BoolVar(&c.histogram, "histogram", false, "print latency histograms")
 	fs.BoolVar(&c.statistics, "statistics", false, "print engine statistics at the end")
-	fs.BoolVar(&c.progressReports, "progress_reports", true, "print '... finished N ops' on stderr")
+	fs.BoolVar(&c.progressReports, "progress_reports", true, "print '... finished N ops' on stderr when it is a terminal")
 	fs.Int64Var(&c.opsBetweenChecks, "ops_between_duration_checks", 1000, "ops between -duration clock checks")
 	fs.Int64Var(&c.reportIntervalSecs, "report_interval_seconds", 0, "write -report_file every N seconds; 0 = off")
 	fs.StringVar(&c.reportFile, "report_file", "report.csv", "per-interval CSV: secs_elapsed,interval_qps,p99_micros")

@@ -9,12 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // opType names the operation a latency sample belongs to, as db_bench's
@@ -47,7 +41,7 @@ type stats struct {
 
 	// Progress and per-op latency tracking.
 	histOn       bool
-	progress     io.Writer // nil = no "... finished N ops" lines
+	progress     *progressLine // nil = no "... finished N ops" lines
 	nextReport   int64
 	lastOpFinish time.Time
 	rep          *reporter // nil = no -report_file
@@ -83,7 +77,7 @@ func (s *stats) finishedOps(n int64, t opType) {
 	s.done += n
 	if s.progress != nil && s.done >= s.nextReport {
 		s.nextReport += progressStep(s.nextReport)
-		fmt.Fprintf(s.progress, "... finished %d ops%30s\r", s.done, "")
+		s.progress.report(s.done)
 	}
 }
 
@@ -302,59 +296,6 @@ func (r *reporter) stop() ([]reportPoint, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.points, r.mu.err
-}
-
-// writePlot draws throughput and p99 latency over time as two aligned
-// panels into an SVG file, so stalls show at a glance.
-func writePlot(path string, points []reportPoint) error {
-	tput, lat := make(plotter.XYs, len(points)), make(plotter.XYs, len(points))
-	for i, p := range points {
-		tput[i] = plotter.XY{X: p.secs, Y: p.opsPerS}
-		lat[i] = plotter.XY{X: p.secs, Y: p.p99Micro}
-	}
-	top, err := linePlot("throughput", "ops/sec", tput)
-	if err != nil {
-		return err
-	}
-	bottom, err := linePlot("p99 latency", "micros", lat)
-	if err != nil {
-		return err
-	}
-	bottom.X.Label.Text = "seconds"
-	c := vgsvg.New(8*vg.Inch, 6*vg.Inch)
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter,
-		PadLeft: 2 * vg.Millimeter, PadRight: 2 * vg.Millimeter}
-	cv := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
-	top.Draw(cv[0][0])
-	bottom.Draw(cv[1][0])
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("report plot: %w", err)
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("report plot: %w", err)
-	}
-	return f.Close()
-}
-
-func linePlot(title, yLabel string, xys plotter.XYs) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = yLabel
-	p.Y.Min = 0
-	p.Add(plotter.NewGrid())
-	if len(xys) == 0 {
-		return p, nil
-	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return nil, fmt.Errorf("report plot: %w", err)
-	}
-	p.Add(l)
-	return p, nil
 }
 
 // printProperties prints each property the engine has, one per block.

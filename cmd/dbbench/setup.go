@@ -31,6 +31,10 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 	}
 	b := &bench{cfg: c, out: stdout, errOut: stderr,
 		kg: keyGen{prefixSize: c.prefixSize, keysPerPrefix: c.keysPerPrefix}}
+	if c.progressReports && isTerminal(stderr) {
+		b.progress = &progressLine{w: stderr}
+		defer b.progress.clear() // before realMain prints an error
+	}
 	cleanup, err := b.prepareDir()
 	if err != nil {
 		return err

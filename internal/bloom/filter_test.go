@@ -225,24 +225,22 @@ func FuzzMayContain(f *testing.F) {
 	f.Add([]byte{0xff, 0, 6, 0, 0}, []byte("k"))
 	f.Add(append(make([]byte, 64), 6, 1, 0, 0, 0), []byte("k"))
 	f.Add(append(make([]byte, 128), 0xff, 0, 6, 0, 0), []byte("key"))
+	// Random filters, a third of them with a FastLocalBloom-looking
+	// trailer (0xff marker, then a zero byte) so decoding gets past it.
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 1000; i++ {
+		filter := make([]byte, rng.Intn(300))
+		rng.Read(filter)
+		if len(filter) > 5 && i%3 == 0 {
+			filter[len(filter)-5] = 0xff
+			filter[len(filter)-4] = 0
+		}
+		f.Add(filter, []byte("some key"))
+	}
 	f.Fuzz(func(t *testing.T, filter, key []byte) {
 		_ = MayContain(filter, key)
 		_ = Kind(filter)
 	})
-}
-
-func TestMayContain_RandomBytesNeverPanic(t *testing.T) {
-	rng := rand.New(rand.NewSource(3))
-	key := []byte("some key")
-	for i := 0; i < 20000; i++ {
-		f := make([]byte, rng.Intn(300))
-		rng.Read(f)
-		if len(f) > 5 && i%3 == 0 {
-			f[len(f)-5] = 0xff
-			f[len(f)-4] = 0
-		}
-		_ = MayContain(f, key)
-	}
 }
 
 var sinkBool bool

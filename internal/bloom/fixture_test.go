@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The SSTs in testdata/ were written by RocksDB 7.8.3 (copied from
-// shared/fixtures/rocksdb-7.8.3/<name>/db/). This file locates their full
+// The SSTs in testdata/ were written by RocksDB 7.8.3's db_bench (the
+// tables of the fixtures of the same names in db/testdata/rocksdb). This file locates their full
 // filter block with a minimal parser: footer -> metaindex block ->
 // "fullfilter.rocksdb.BuiltinBloomFilter" handle. Filter and metaindex blocks
 // are never compressed, so no decompression is needed.

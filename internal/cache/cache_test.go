@@ -2,6 +2,7 @@ package cache
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"sync"
 	"testing"
@@ -202,6 +203,7 @@ func TestCache_GetNoAllocs(t *testing.T) {
 func TestCache_Concurrent(t *testing.T) {
 	c := New(2 << 20)
 	var wg sync.WaitGroup
+	errs := make(chan error, 4) // one per goroutine at most, checked after wg.Wait
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func(seed int64) {
@@ -216,7 +218,7 @@ func TestCache_Concurrent(t *testing.T) {
 				case r < 97:
 					if v, ok := c.Get(owner, off); ok {
 						if binary.LittleEndian.Uint64(v) != owner || binary.LittleEndian.Uint64(v[8:]) != off {
-							t.Errorf("wrong block for (%d,%d)", owner, off)
+							errs <- fmt.Errorf("wrong block for (%d,%d)", owner, off)
 							return
 						}
 					}
@@ -229,6 +231,10 @@ func TestCache_Concurrent(t *testing.T) {
 		}(int64(g))
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	checkInvariants(t, c)
 }
 

@@ -24,6 +24,7 @@ const module = "github.com/stratadb/strata"
 var layer = map[string]int{
 	"internal/base":        0,
 	"internal/checksum":    0,
+	"internal/invariants":  0,
 	"internal/vfs":         0,
 	"prefix":               0,
 	"internal/bloom":       1,

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
+
+	"github.com/stratadb/strata/internal/invariants"
 )
 
 // maxHeight is the tallest tower a node can have. With a branching factor
@@ -222,6 +224,9 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 		s.setNext(sp.preds[i], i, nd)
 	}
 	s.a.store32(sp.succs[0]+nodePrev, nd)
+	if invariants.Enabled {
+		s.checkInsert(nd, h)
+	}
 	return nil
 }
 

@@ -98,6 +98,7 @@ var fsCases = []fsCase{
 		f, err := fs.Open(name)
 		require.NoError(t, err)
 		var wg sync.WaitGroup
+		errs := make(chan error, 4) // one per goroutine at most, checked after wg.Wait
 		for g := 0; g < 4; g++ {
 			wg.Add(1)
 			go func(g int) {
@@ -106,13 +107,17 @@ var fsCases = []fsCase{
 				for off := g; off < 4000; off += 97 {
 					n, err := f.ReadAt(buf, int64(off))
 					if err != nil || n != 16 || buf[0] != byte(off) {
-						t.Errorf("ReadAt(%d) = %d, %v", off, n, err)
+						errs <- errors.Newf("ReadAt(%d) = %d, %v", off, n, err)
 						return
 					}
 				}
 			}(g)
 		}
 		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
 		require.NoError(t, f.Close())
 	}},
 	{"NotExist", func(t *testing.T, fs FS, dir string) {

@@ -1,10 +1,14 @@
 // Command benchchart draws the median throughput of each engine, relative to
 // one base engine, as grouped bars: one group per workload, one bar per
-// engine. It reads the results.tsv files that shared/bench/peers/
-// run_baselines.sh and scripts/run-benchmarks.sh write (tab-separated: rep,
-// engine, config label, db_bench result line).
+// engine. It reads the results.tsv files that scripts/run-benchmarks.sh
+// (and the peer-engine harness it calls) write (tab-separated: rep, engine,
+// config label, db_bench result line).
 //
-//	go run ./scripts/benchchart -o docs/img/ratios.svg -base pebble \
+// It is a module of its own, so that gonum stays out of the library's
+// module; from the repository root:
+//
+//	go build -C scripts/benchchart -o /tmp/benchchart .
+//	/tmp/benchchart -o docs/img/ratios.svg -base pebble \
 //		-engines strata,rocksdb,pebble /tmp/strata-bench/*/results.tsv
 //
 // Workloads are named benchmark.compression (the compression is the label's

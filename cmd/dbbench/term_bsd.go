@@ -1,0 +1,11 @@
+//go:build darwin || dragonfly || freebsd || netbsd || openbsd
+
+package main
+
+import "golang.org/x/sys/unix"
+
+// isTerminalFd reports whether fd is a terminal.
+func isTerminalFd(fd uintptr) bool {
+	_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
+	return err == nil
+}
