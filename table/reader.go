@@ -108,7 +108,7 @@ func (r *Reader) open(size int64) error {
 			return err
 		}
 		if r.dict, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(maxBlockSize), zstd.WithDecoderDictRaw(0, d)); err != nil {
+			zstd.WithDecoderMaxMemory(maxRawSize), zstd.WithDecoderDictRaw(0, d)); err != nil {
 			return r.corruptf("bad compression dictionary at offset %d: %v", h.offset, err)
 		}
 	}
