@@ -187,7 +187,10 @@ func (it *Iter) loadData() bool {
 	if it.loaded && h == it.dataH {
 		return true
 	}
+	// Leave the previous block: if this one fails to load, a Next or Prev
+	// after the false return must not yield its entries.
 	it.loaded = false
+	it.data.invalidate()
 	b, err := it.readDataBlock(h)
 	if err != nil {
 		it.err = err
