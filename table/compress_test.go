@@ -88,9 +88,9 @@ func TestCompress_CorruptSizePrefix(t *testing.T) {
 	for _, c := range []Compression{SnappyCompression, ZSTDCompression, LZ4Compression, ZlibCompression} {
 		out := compressBlock(nil, raw, c, 2)
 		require.NotNil(t, out, "%s", c)
-		for _, n := range []int{len(raw) - 1, len(raw) + 1, 1 << 30, maxRawSize, 1<<32 - 1} {
+		for _, n := range []uint64{uint64(len(raw) - 1), uint64(len(raw) + 1), 1 << 30, maxRawSize, 1<<32 - 1} {
 			_, m := binary.Uvarint(out) // every codec here starts with a varint size at fv 2
-			bad := append(binary.AppendUvarint(nil, uint64(n)), out[m:]...)
+			bad := append(binary.AppendUvarint(nil, n), out[m:]...)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			got, msg := decompressBlock(c, bad, 2, nil)
