@@ -220,10 +220,14 @@ func (it *Iter) settle(ok bool) bool {
 	return false
 }
 
+// indexErr ends a positioning call whose index move failed (an error, or
+// no block left): the data block's position is dropped too, so that a Next
+// or Prev after the false return cannot step from it.
 func (it *Iter) indexErr() bool {
 	if it.index.err != nil {
 		it.err = it.index.err
 	}
+	it.data.invalidate()
 	return false
 }
 

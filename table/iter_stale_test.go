@@ -62,3 +62,32 @@ func TestIter_FailedBlockLoadLeavesNoStaleEntries(t *testing.T) {
 		require.Error(t, it.Close(), "Close returns the error")
 	}
 }
+
+// TestIter_StepAfterFalseSeek: a seek that finds nothing (past the end,
+// before the start) leaves no position behind for Next or Prev to step
+// from.
+func TestIter_StepAfterFalseSeek(t *testing.T) {
+	var model []kv
+	for i := 0; i < 100; i++ {
+		model = append(model, kv{base.MakeInternalKey([]byte(fmt.Sprintf("k%03d", i)), base.SeqNum(i+1), base.KindSet), nil})
+	}
+	for _, fv := range []uint32{2, 5} {
+		f, _ := buildTable(t, model, nil, WriterOptions{BlockSize: 256, BlockRestartInterval: 4, FormatVersion: fv})
+		r := openMem(t, f, nil)
+		it := r.NewIter()
+		for _, step := range []func() bool{it.Next, it.Prev} {
+			require.True(t, it.SeekGE([]byte("k050")))
+			require.False(t, it.SeekGE([]byte("z")), "past the end")
+			if step() {
+				t.Fatalf("fv%d: stepping after a SeekGE past the end yielded %s", fv, it.Key())
+			}
+			require.True(t, it.SeekGE([]byte("k050")))
+			require.False(t, it.SeekLT([]byte("a")), "before the start")
+			if step() {
+				t.Fatalf("fv%d: stepping after a SeekLT before the start yielded %s", fv, it.Key())
+			}
+		}
+		require.NoError(t, it.Close())
+		require.NoError(t, r.Close())
+	}
+}
