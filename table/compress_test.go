@@ -123,3 +123,27 @@ func TestInterop_SSTDumpHighlyCompressible(t *testing.T) {
 		require.Contains(t, out, "'big' seq:2, type:1 => ")
 	}
 }
+
+// TestReader_RocksDBHighlyCompressible reads tables RocksDB wrote with a
+// 16 MiB value of '0' (testdata/rocksdb-compressible/README.md): its
+// reader has no expansion limit, and neither may ours.
+func TestReader_RocksDBHighlyCompressible(t *testing.T) {
+	want := strings.Repeat("0", 16<<20)
+	for _, c := range []string{"zstd", "lz4", "zlib"} {
+		r := openFixture(t, filepath.Join("testdata", "rocksdb-compressible", c+".sst"))
+		v, _, _, found, err := r.Get([]byte("big"), base.MaxSeqNum)
+		require.NoError(t, err, c)
+		require.True(t, found, c)
+		require.True(t, string(v) == want, "%s: value of %d bytes", c, len(v))
+		it := r.NewIter()
+		var keys []string
+		for ok := it.First(); ok; ok = it.Next() {
+			keys = append(keys, string(it.Key().UserKey))
+		}
+		require.NoError(t, it.Error(), c)
+		require.NoError(t, it.Close())
+		require.Equal(t, []string{"big", "k2"}, keys, c)
+		require.NoError(t, r.VerifyChecksums(), c)
+		require.NoError(t, r.Close())
+	}
+}
