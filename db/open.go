@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"sort"
 
@@ -109,6 +110,20 @@ func (d *DB) abandon() {
 
 func (d *DB) open() error {
 	o := &d.opts
+	if o.ReadOnly || !o.CreateIfMissing {
+		// Without a directory there is no database to open: say so as
+		// RocksDB does, not with whichever file operation fails first.
+		if _, err := d.fs.Stat(d.dirname); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				why := "create_if_missing is false"
+				if o.ReadOnly {
+					why = "opened read-only"
+				}
+				return errors.Wrapf(ErrInvalidArgument, "strata: %s does not exist (%s)", d.dirname, why)
+			}
+			return errors.Wrapf(err, "strata: stat %s", d.dirname)
+		}
+	}
 	if !o.ReadOnly {
 		if o.CreateIfMissing {
 			if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {

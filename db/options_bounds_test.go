@@ -112,7 +112,19 @@ func roundTrip(fs vfs.FS, o db.Options, lossy bool) error {
 	return errors.CombineErrors(err, d.Close())
 }
 
+// int64Limit is v as an int, for rows that test 64-bit limits; it is a
+// function so that the file compiles on 32-bit platforms, where those tests
+// skip.
+func int64Limit(v int64) int { return int(v) }
+
+func skipOn32Bit(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("the rows test 64-bit limits")
+	}
+}
+
 func TestOptionsBounds(t *testing.T) {
+	skipOn32Bit(t)
 	type row struct {
 		name  string // the option; an error must name it
 		set   func(o *db.Options)
@@ -125,8 +137,8 @@ func TestOptionsBounds(t *testing.T) {
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = math.MinInt }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 0 }, true, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1 }, true, false},
-		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = maxArena + 1 }, false, false},
-		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1 << 40 }, false, false},
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = int64Limit(maxArena + 1) }, false, false},
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = int64Limit(1 << 40) }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = math.MaxInt }, false, false},
 
 		{"MaxWriteBufferNumber", func(o *db.Options) { o.MaxWriteBufferNumber = -1 }, false, false},
@@ -172,8 +184,8 @@ func TestOptionsBounds(t *testing.T) {
 
 		{"BlockSize", func(o *db.Options) { o.BlockSize = -1 }, false, false},
 		{"BlockSize", func(o *db.Options) { o.BlockSize = 1 }, true, false},
-		{"BlockSize", func(o *db.Options) { o.BlockSize = math.MaxUint32 }, true, false},
-		{"BlockSize", func(o *db.Options) { o.BlockSize = math.MaxUint32 + 1 }, false, false},
+		{"BlockSize", func(o *db.Options) { o.BlockSize = int64Limit(math.MaxUint32) }, true, false},
+		{"BlockSize", func(o *db.Options) { o.BlockSize = int64Limit(math.MaxUint32 + 1) }, false, false},
 		{"BlockSize", func(o *db.Options) { o.BlockSize = math.MaxInt }, false, false},
 
 		{"Level0FileNumCompactionTrigger", func(o *db.Options) { o.Level0FileNumCompactionTrigger = -1 }, false, false},
@@ -274,6 +286,7 @@ func TestOptionsBoundsOpenModes(t *testing.T) {
 }
 
 func TestSetOptionsBounds(t *testing.T) {
+	skipOn32Bit(t)
 	type row struct {
 		key, value string
 		ok         bool
@@ -284,8 +297,8 @@ func TestSetOptionsBounds(t *testing.T) {
 		{"write_buffer_size", "-1", false},
 		{"write_buffer_size", "1", true},
 		{"write_buffer_size", " 65536 ", true},
-		{"write_buffer_size", strconv.Itoa(memtable.MaxArenaSize), true},
-		{"write_buffer_size", strconv.Itoa(memtable.MaxArenaSize + 1), false},
+		{"write_buffer_size", strconv.FormatInt(memtable.MaxArenaSize, 10), true},
+		{"write_buffer_size", strconv.FormatInt(memtable.MaxArenaSize+1, 10), false},
 		{"write_buffer_size", big, false},
 		{"write_buffer_size", "99999999999999999999", false},
 		{"write_buffer_size", "1e6", false},

@@ -34,6 +34,11 @@ type tableCache struct {
 	// clock is the eviction order; hand is the CLOCK hand.
 	clock []*tableEntry
 	hand  int
+	// closed is set by close: no entry is added afterwards, so a read
+	// still running (or an iterator left open) across Close cannot leave a
+	// reader that nothing would close. Entries referenced at close are
+	// closed by their last release.
+	closed bool
 }
 
 // tableEntry is one open table reader. knownGood is the prefix extractor
@@ -62,13 +67,18 @@ func newTableCache(d *DB, max int) *tableCache {
 func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
 	fileNum := f.FileNum
 	tc.mu.RLock()
-	e := tc.entries[fileNum]
+	e, closed := tc.entries[fileNum], tc.closed
 	if e != nil {
 		e.refs.Add(1)
 	}
 	tc.mu.RUnlock()
+	if closed {
+		return nil, errTableCacheClosed(fileNum)
+	}
 	if e == nil {
-		e = tc.insert(fileNum)
+		if e = tc.insert(fileNum); e == nil {
+			return nil, errTableCacheClosed(fileNum)
+		}
 	}
 	e.touched.Store(true)
 	e.once.Do(func() { tc.open(e, uint64(f.LargestSeq)) })
@@ -81,11 +91,20 @@ func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
 	return e, nil
 }
 
+func errTableCacheClosed(fileNum uint64) error {
+	return errors.Wrapf(ErrClosed, "strata: table %s: database closed",
+		base.MakeFilename(base.FileKindTable, fileNum))
+}
+
 // insert adds an entry for fileNum (unless another goroutine just did) and
-// returns it referenced.
+// returns it referenced, or nil once the cache is closed.
 func (tc *tableCache) insert(fileNum uint64) *tableEntry {
 	var evicted []*tableEntry
 	tc.mu.Lock()
+	if tc.closed {
+		tc.mu.Unlock()
+		return nil
+	}
 	e := tc.entries[fileNum]
 	if e == nil {
 		e = &tableEntry{fileNum: fileNum}
@@ -197,8 +216,11 @@ func (tc *tableCache) evictLocked(keep *tableEntry) (evicted []*tableEntry) {
 	return evicted
 }
 
+// close drops the cache's references and refuses new entries: a reader
+// still in use is closed by its last release.
 func (tc *tableCache) close() {
 	tc.mu.Lock()
+	tc.closed = true
 	entries := tc.clock
 	tc.clock = nil
 	tc.entries = map[uint64]*tableEntry{}

@@ -38,6 +38,10 @@ type Level struct {
 	err error
 	// closeErr is the first error returned by a child's Close.
 	closeErr error
+	// valid is the result of the last positioning call: Next and Prev
+	// after a false return return false without touching a child (which
+	// may be nil, or exhausted).
+	valid bool
 }
 
 var _ Iterator = (*Level)(nil)
@@ -116,58 +120,71 @@ func (l *Level) backward(i int, valid bool) bool {
 // SeekGE implements Iterator. It opens the first file whose largest user
 // key is >= key.
 func (l *Level) SeekGE(key []byte) bool {
-	l.err = nil
+	l.err, l.valid = nil, false
 	i := sort.Search(len(l.files), func(i int) bool {
 		return base.CompareUser(l.files[i].Largest.UserKey, key) >= 0
 	})
 	if i >= len(l.files) || !l.load(i) {
 		return false
 	}
-	return l.forward(i, l.cur.SeekGE(key))
+	l.valid = l.forward(i, l.cur.SeekGE(key))
+	return l.valid
 }
 
 // SeekLT implements Iterator. It opens the last file whose smallest user
 // key is < key.
 func (l *Level) SeekLT(key []byte) bool {
-	l.err = nil
+	l.err, l.valid = nil, false
 	i := sort.Search(len(l.files), func(i int) bool {
 		return base.CompareUser(l.files[i].Smallest.UserKey, key) >= 0
 	}) - 1
 	if i < 0 || !l.load(i) {
 		return false
 	}
-	return l.backward(i, l.cur.SeekLT(key))
+	l.valid = l.backward(i, l.cur.SeekLT(key))
+	return l.valid
 }
 
 // First implements Iterator.
 func (l *Level) First() bool {
-	l.err = nil
+	l.err, l.valid = nil, false
 	if len(l.files) == 0 || !l.load(0) {
 		return false
 	}
-	return l.forward(0, l.cur.First())
+	l.valid = l.forward(0, l.cur.First())
+	return l.valid
 }
 
 // Last implements Iterator.
 func (l *Level) Last() bool {
-	l.err = nil
+	l.err, l.valid = nil, false
 	n := len(l.files)
 	if n == 0 || !l.load(n-1) {
 		return false
 	}
-	return l.backward(n-1, l.cur.Last())
+	l.valid = l.backward(n-1, l.cur.Last())
+	return l.valid
 }
 
-// Next implements Iterator.
+// Next implements Iterator. After a false return (or before any
+// positioning call) it returns false.
 func (l *Level) Next() bool {
+	if !l.valid || l.cur == nil {
+		return false
+	}
 	l.err = nil
-	return l.forward(l.curIdx, l.cur.Next())
+	l.valid = l.forward(l.curIdx, l.cur.Next())
+	return l.valid
 }
 
-// Prev implements Iterator.
+// Prev implements Iterator. After a false return it returns false.
 func (l *Level) Prev() bool {
+	if !l.valid || l.cur == nil {
+		return false
+	}
 	l.err = nil
-	return l.backward(l.curIdx, l.cur.Prev())
+	l.valid = l.backward(l.curIdx, l.cur.Prev())
+	return l.valid
 }
 
 // ResetChild closes the open file's iterator, so that the next positioning
@@ -175,7 +192,7 @@ func (l *Level) Prev() bool {
 // reuses that iterator; callers whose open callback decides per seek (a
 // prefix filter that depends on the seek key) reset before seeking. After
 // ResetChild only Seek, First, Last or Close may follow.
-func (l *Level) ResetChild() { l.closeChild() }
+func (l *Level) ResetChild() { l.closeChild(); l.valid = false }
 
 // Key implements Iterator.
 func (l *Level) Key() base.InternalKey { return l.cur.Key() }
@@ -191,6 +208,7 @@ func (l *Level) Error() error { return l.err }
 // reuse by a new owner.
 func (l *Level) Reset() error {
 	l.closeChild()
+	l.valid = false
 	err := l.err
 	if err == nil {
 		err = l.closeErr

@@ -200,16 +200,23 @@ func (m *Merging) step() bool {
 	return true
 }
 
-// Next implements Iterator.
+// Next implements Iterator. After a false return (the heap is then empty)
+// it returns false.
 func (m *Merging) Next() bool {
+	if len(m.heap) == 0 {
+		return false
+	}
 	if m.dir < 0 {
 		return m.switchToForward()
 	}
 	return m.step()
 }
 
-// Prev implements Iterator.
+// Prev implements Iterator. After a false return it returns false.
 func (m *Merging) Prev() bool {
+	if len(m.heap) == 0 {
+		return false
+	}
 	if m.dir > 0 {
 		return m.switchToBackward()
 	}

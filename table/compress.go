@@ -6,6 +6,7 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/klauspost/compress/s2"
@@ -64,15 +65,61 @@ func (c Compression) writable() bool {
 	return false
 }
 
-// Decompressed-size limits: a size prefix is trusted only up to
-// maxExpansion times the compressed size and maxBlockSize overall.
+// Decompressed-size limits.
+//
+// RocksDB compresses a block only when it is under kCompressionSizeLimit
+// (INT32_MAX) bytes, and its reader trusts any size prefix that fits the
+// format; a highly compressible block (a large value of zeros under zstd)
+// can expand thousands of times. So the reader accepts any decompressed
+// size up to maxRawSize, and the writer stores larger blocks uncompressed.
+//
+// A size prefix alone never decides a large allocation: at most
+// allocBound(len(compressed)) bytes are allocated up front, and beyond that
+// the output grows only as the compressed data really produces it (and
+// must then match the prefix exactly).
 const (
-	maxExpansion = 64
+	maxRawSize = math.MaxInt32 - 1
+	// maxBlockSize bounds the scratch buffers the iterators keep for
+	// reuse; larger blocks get a buffer of their own.
 	maxBlockSize = 1 << 30
-	// minSizeBound lets small blocks expand more (dictionary compression
-	// can shrink a block to a few bytes); allocating it is always safe.
+	// maxExpansion and minSizeBound give allocBound. Snappy cannot expand
+	// more than about 21x (a 3-byte copy yields at most 64 bytes), so its
+	// size prefix is also checked against allocBound.
+	maxExpansion = 64
 	minSizeBound = 4 << 20
+	// lz4MaxExpansion: an LZ4 match-length byte adds at most 255 bytes of
+	// output, so no valid LZ4 block expands more than 255x.
+	lz4MaxExpansion = 256
 )
+
+// allocBound is how much a block of compressed bytes may allocate on the
+// word of its size prefix alone.
+func allocBound(compressed int) int {
+	return expansionBound(compressed, maxExpansion)
+}
+
+// expansionBound is min(maxRawSize, max(ratio*compressed, minSizeBound)),
+// without overflow on 32-bit platforms.
+func expansionBound(compressed, ratio int) int {
+	return int(min(maxRawSize, max(int64(ratio)*int64(compressed), minSizeBound)))
+}
+
+// rawSizeOK reports whether the reader accepts a block of type c whose
+// compressed form is compressed bytes and whose size prefix is n. The
+// writer stores a block uncompressed when this fails, so every block the
+// writer compresses is one the reader accepts.
+func rawSizeOK(c Compression, n, compressed int) bool {
+	if n < 0 || n > maxRawSize {
+		return false
+	}
+	switch c {
+	case SnappyCompression:
+		return n <= allocBound(compressed)
+	case LZ4Compression, LZ4HCCompression:
+		return n <= expansionBound(compressed, lz4MaxExpansion)
+	}
+	return true
+}
 
 var (
 	zstdEncOnce sync.Once
@@ -91,7 +138,7 @@ func zstdEncoder() *zstd.Encoder {
 func zstdDecoder() *zstd.Decoder {
 	zstdDecOnce.Do(func() {
 		zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
-			zstd.WithDecoderMaxMemory(maxBlockSize))
+			zstd.WithDecoderMaxMemory(maxRawSize))
 	})
 	return zstdDec
 }
@@ -101,6 +148,9 @@ func zstdDecoder() *zstd.Decoder {
 // NoCompression or the result is not at least 12.5% smaller.
 func compressBlock(dst, raw []byte, c Compression, formatVersion uint32) []byte {
 	dst = dst[:0]
+	if len(raw) > maxRawSize {
+		return nil // the reader would not trust its size (RocksDB's rule too)
+	}
 	prefixed := formatVersion >= 2
 	switch c {
 	case SnappyCompression:
@@ -139,7 +189,7 @@ func compressBlock(dst, raw []byte, c Compression, formatVersion uint32) []byte 
 	default:
 		return nil
 	}
-	if len(dst) >= len(raw)-len(raw)/8 {
+	if len(dst) >= len(raw)-len(raw)/8 || !rawSizeOK(c, len(raw), len(dst)) {
 		return nil
 	}
 	return dst
@@ -159,7 +209,7 @@ func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zst
 	switch c {
 	case SnappyCompression:
 		n, err := snappy.DecodedLen(data)
-		if err != nil || !sizeOK(n, len(data)) {
+		if err != nil || !rawSizeOK(c, n, len(data)) {
 			return nil, "bad snappy length"
 		}
 		out, err := snappy.Decode(make([]byte, n), data)
@@ -176,18 +226,25 @@ func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zst
 		if dict != nil {
 			dec = dict
 		}
-		out, err := dec.DecodeAll(rest, make([]byte, 0, n))
+		// The output grows past allocBound only as the frame produces it.
+		out, err := dec.DecodeAll(rest, make([]byte, 0, min(n, allocBound(len(rest)))))
 		if err != nil || len(out) != n {
 			return nil, "zstd: bad block"
 		}
 		return out, ""
 	case LZ4Compression, LZ4HCCompression:
 		n, rest, ok := readRawSize(data, formatVersion >= 2)
-		if !ok {
+		if !ok || !rawSizeOK(c, n, len(data)) {
 			return nil, "bad lz4 size prefix"
 		}
-		out := make([]byte, n)
+		// Allocate n (at most 256x the block) only once the data has
+		// shown that it expands past allocBound.
+		out := make([]byte, min(n, allocBound(len(rest))))
 		m, err := lz4.UncompressBlock(rest, out)
+		if err != nil && n > len(out) {
+			out = make([]byte, n)
+			m, err = lz4.UncompressBlock(rest, out)
+		}
 		if err != nil || m != n {
 			return nil, "lz4: bad block"
 		}
@@ -200,16 +257,12 @@ func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zst
 	return nil, "unsupported compression type " + c.String()
 }
 
-func sizeOK(n, compressed int) bool {
-	return n >= 0 && n <= maxBlockSize && n <= max(maxExpansion*compressed, minSizeBound)
-}
-
 // readRawSize reads the decompressed-size header: a varint32 (fv >= 2 and
 // ZSTD) or a fixed64 (LZ4 with fv < 2).
 func readRawSize(data []byte, varint bool) (int, []byte, bool) {
 	if varint {
 		n, m := uvarint32(data)
-		if m == 0 || !sizeOK(n, len(data)) {
+		if m == 0 || n > maxRawSize {
 			return 0, nil, false
 		}
 		return n, data[m:], true
@@ -218,7 +271,7 @@ func readRawSize(data []byte, varint bool) (int, []byte, bool) {
 		return 0, nil, false
 	}
 	v := binary.LittleEndian.Uint64(data)
-	if v > maxBlockSize || !sizeOK(int(v), len(data)) {
+	if v > maxRawSize {
 		return 0, nil, false
 	}
 	return int(v), data[8:], true
@@ -235,7 +288,7 @@ func bzip2Reader(data []byte, fv uint32) func([]byte) io.Reader {
 // readAllBounded decodes a stream-format block (zlib, bzip2), with a
 // varint32 size prefix when prefixed, never producing more than the bound.
 func readAllBounded(open func([]byte) io.Reader, data []byte, prefixed bool) ([]byte, string) {
-	limit := min(maxBlockSize, max(maxExpansion*len(data), minSizeBound))
+	limit := maxRawSize
 	want := -1
 	if prefixed {
 		n, rest, ok := readRawSize(data, true)
@@ -246,7 +299,7 @@ func readAllBounded(open func([]byte) io.Reader, data []byte, prefixed bool) ([]
 	}
 	var buf bytes.Buffer
 	if want >= 0 {
-		buf.Grow(want)
+		buf.Grow(min(want, allocBound(len(data))))
 	}
 	m, err := io.Copy(&buf, io.LimitReader(open(data), int64(limit)+1))
 	if err != nil || m > int64(limit) || (want >= 0 && int(m) != want) {

@@ -187,7 +187,10 @@ func (it *Iter) loadData() bool {
 	if it.loaded && h == it.dataH {
 		return true
 	}
+	// Leave the previous block: if this one fails to load, a Next or Prev
+	// after the false return must not yield its entries.
 	it.loaded = false
+	it.data.invalidate()
 	b, err := it.readDataBlock(h)
 	if err != nil {
 		it.err = err
@@ -217,10 +220,14 @@ func (it *Iter) settle(ok bool) bool {
 	return false
 }
 
+// indexErr ends a positioning call whose index move failed (an error, or
+// no block left): the data block's position is dropped too, so that a Next
+// or Prev after the false return cannot step from it.
 func (it *Iter) indexErr() bool {
 	if it.index.err != nil {
 		it.err = it.index.err
 	}
+	it.data.invalidate()
 	return false
 }
 

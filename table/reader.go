@@ -119,7 +119,7 @@ func (r *Reader) open(size int64) error {
 			return err
 		}
 		if r.dict, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(maxBlockSize), zstd.WithDecoderDictRaw(0, d)); err != nil {
+			zstd.WithDecoderMaxMemory(maxRawSize), zstd.WithDecoderDictRaw(0, d)); err != nil {
 			return r.corruptf("bad compression dictionary at offset %d: %v", h.offset, err)
 		}
 	}
@@ -143,9 +143,11 @@ func (r *Reader) readAt(buf []byte, off int64) error {
 	return errors.Wrapf(err, "strata: table %s: read at offset %d", r.opts.FileName, off)
 }
 
-// readRaw reads the block at h into buf (grown as needed), verifies its
-// checksum and decompresses it unless raw is... compressed blocks are
-// decompressed only when decompress is true.
+// readRaw reads the block at h, trailer included, into buf (reallocated
+// when too small) and verifies its checksum. A compressed block is
+// decompressed into a new buffer when decompress is true and is reported as
+// corruption when it is false (blocks that are never compressed, such as
+// the compression dictionary); an uncompressed block aliases buf.
 func (r *Reader) readRaw(h blockHandle, buf []byte, decompress bool) ([]byte, error) {
 	if err := r.checkHandle(h); err != nil {
 		return nil, err

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -265,7 +267,14 @@ func TestSizeFor(t *testing.T) {
 			require.NoError(t, m.AddRangeDel(ts), "%v", kv)
 		}
 	}
-	require.Greater(t, int64(memtable.SizeFor(1<<31, 1<<31)), int64(memtable.MaxArenaSize))
+	// A key and a value of 2 GiB - 1 each fit no arena; on 32-bit platforms
+	// SizeFor saturates at math.MaxInt.
+	huge := memtable.SizeFor(math.MaxInt32, math.MaxInt32)
+	if strconv.IntSize == 64 {
+		require.Greater(t, int64(huge), int64(memtable.MaxArenaSize))
+	} else {
+		require.Equal(t, math.MaxInt, huge)
+	}
 }
 
 func TestMemTable_Tombstones(t *testing.T) {
@@ -353,7 +362,11 @@ func TestMemTable_EmptySize(t *testing.T) {
 // ErrInvalidArgument error from Make (and a panic only from New, whose
 // callers rule it out), without allocating anything.
 func TestMakeArenaLimit(t *testing.T) {
-	for _, size := range []int{memtable.MaxArenaSize + 1, 1 << 40} {
+	for _, size64 := range []int64{memtable.MaxArenaSize + 1, 1 << 40} {
+		size := int(size64)
+		if int64(size) != size64 {
+			continue // 32-bit platforms: no int exceeds MaxArenaSize
+		}
 		m, err := memtable.Make(size)
 		require.ErrorIs(t, err, base.ErrInvalidArgument)
 		require.Nil(t, m)
