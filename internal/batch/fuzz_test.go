@@ -90,4 +90,3 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
-
