@@ -37,6 +37,15 @@ func FuzzReader(f *testing.F) {
 	f.Add(append(binary.LittleEndian.AppendUint32(bytes.Clone(hdr), 2),
 		tagCFPut, 0, 1, 'k', 1, 'v', tagNoop, tagCFDelete, 1, 1, 'k'))
 	f.Add(append(binary.LittleEndian.AppendUint32(bytes.Clone(hdr), 1), tagCFRangeDelete, 0, 1, 'a', 1, 'b'))
+	// Sequence numbers at the top of the range: the first fits, the second
+	// would not.
+	b.Reset()
+	b.SetSeq(base.MaxSeqNum - 1)
+	b.Put([]byte("a"), []byte("1"))
+	b.Delete([]byte("b"))
+	f.Add(bytes.Clone(b.Data()))
+	b.SetSeq(base.MaxSeqNum)
+	f.Add(bytes.Clone(b.Data()))
 	for _, name := range []string{"ldb-tiny-000024.log", "ldb-cf-000011.log", "wal-only-batches.log"} {
 		log, err := os.ReadFile("testdata/" + name)
 		require.NoError(f, err)
@@ -66,6 +75,7 @@ func FuzzReader(f *testing.F) {
 		again.SetSeq(first)
 		for i, e := range got {
 			require.Equal(t, first+base.SeqNum(i), e.seq, "record %d", i)
+			require.LessOrEqual(t, e.seq, base.MaxSeqNum, "record %d", i)
 			switch e.kind {
 			case base.KindSet:
 				again.Put([]byte(e.key), []byte(e.value))
@@ -89,4 +99,32 @@ func FuzzReader(f *testing.F) {
 			require.Equal(t, got, rebuilt)
 		}
 	})
+}
+
+// TestReader_SeqNumOverflow checks that a batch whose records would take
+// sequence numbers beyond MaxSeqNum is corrupt: replayed from a WAL it would
+// otherwise wrap into small sequence numbers. Found while writing FuzzReader.
+func TestReader_SeqNumOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		seq base.SeqNum
+		ok  bool
+	}{{base.MaxSeqNum - 1, true}, {base.MaxSeqNum, false}, {base.MaxSeqNum + 1, false}, {1<<64 - 1, false}} {
+		var b Batch
+		b.Put([]byte("a"), []byte("1"))
+		b.Delete([]byte("b"))
+		b.SetSeq(tc.seq)
+		got, err := readEntries(t, b.Data())
+		if tc.ok {
+			require.NoError(t, err)
+			require.Equal(t, base.MaxSeqNum, got[1].seq)
+			continue
+		}
+		require.True(t, errors.Is(err, base.ErrCorruption), "seq %d: %v", tc.seq, err)
+		require.Contains(t, err.Error(), "exceeds the largest sequence number")
+		require.Error(t, Validate(b.Data()))
+	}
+	// An empty batch takes no sequence number.
+	var b Batch
+	b.SetSeq(1<<64 - 1)
+	require.NoError(t, Validate(b.Data()))
 }
