@@ -19,9 +19,9 @@ import (
 //	go test ./internal/record -run '^$' -fuzz '^FuzzReader$' -fuzztime 60s -parallel=1
 //
 // The log ends with io.EOF, ErrTornTail, an ErrCorruption-class error or
-// the unsupported-compression error, never a panic; the records read before
-// that end, written again by our Writer, read back identically to a clean
-// io.EOF.
+// the unsupported-compression error, never a panic; records start at
+// increasing offsets inside the log; the records read before that end,
+// written again by our Writer, read back identically to a clean io.EOF.
 func FuzzReader(f *testing.F) {
 	f.Add(writeLog(f, [][]byte{[]byte("hello"), nil, []byte("world")}), uint32(7))
 	f.Add(writeLog(f, [][]byte{bytes.Repeat([]byte("x"), BlockSize+100), []byte("tail")}), uint32(7))
@@ -36,7 +36,21 @@ func FuzzReader(f *testing.F) {
 	f.Add(rec, uint32(3))
 	f.Add(make([]byte, 2*HeaderSize), uint32(0))
 	f.Fuzz(func(t *testing.T, log []byte, num uint32) {
-		recs, err := readAll(log, uint64(num))
+		r := NewReader(bytes.NewReader(log), uint64(num), "fuzz.log")
+		var recs [][]byte
+		var err error
+		prev := int64(-1)
+		for {
+			var rec []byte
+			if rec, err = r.Next(); err != nil {
+				break
+			}
+			// Each record starts after the previous one, inside the log.
+			require.Greater(t, r.Offset(), prev)
+			require.LessOrEqual(t, r.Offset()+HeaderSize, int64(len(log)))
+			prev = r.Offset()
+			recs = append(recs, bytes.Clone(rec))
+		}
 		switch {
 		case err == io.EOF, errors.Is(err, ErrTornTail), errors.Is(err, base.ErrCorruption):
 		case strings.Contains(err.Error(), "compressed logs are not supported"):
