@@ -38,6 +38,7 @@ func FuzzEditDecode(f *testing.F) {
 		InAtomicGroup: true, RemainingEntries: 2}
 	f.Add(e.Encode(nil))
 	f.Add([]byte{tagColumnFamilyDrop})
+	f.Add((&Edit{HasLastSequence: true, LastSequence: base.MaxSeqNum + 1}).Encode(nil))
 	dirs, err := filepath.Glob("testdata/*/MANIFEST-??????")
 	require.NoError(f, err)
 	for _, path := range dirs {
@@ -57,6 +58,11 @@ func FuzzEditDecode(f *testing.F) {
 		if err := e1.Decode(b); err != nil {
 			require.True(t, errors.Is(err, base.ErrCorruption), "unexpected error class: %v", err)
 			return
+		}
+		require.LessOrEqual(t, e1.LastSequence, base.MaxSeqNum)
+		for _, nf := range e1.NewFiles {
+			require.LessOrEqual(t, nf.Meta.SmallestSeq, base.MaxSeqNum)
+			require.LessOrEqual(t, nf.Meta.LargestSeq, base.MaxSeqNum)
 		}
 		enc := e1.Encode(nil)
 		var e2 Edit
@@ -79,5 +85,36 @@ func normalizeEdit(e *Edit) {
 		if len(nf.Meta.FileChecksum) == 0 {
 			nf.Meta.FileChecksum = nil
 		}
+	}
+}
+
+// TestEdit_DecodeSeqNumRange checks that sequence numbers an internal key
+// cannot hold (above 2^56-1) are corruption: loaded from a MANIFEST, a
+// LastSequence above MaxSeqNum made every later write wrap. Found by
+// review while writing FuzzEditDecode.
+func TestEdit_DecodeSeqNumRange(t *testing.T) {
+	ok := Edit{HasLastSequence: true, LastSequence: base.MaxSeqNum}
+	var e Edit
+	require.NoError(t, e.Decode(ok.Encode(nil)))
+	require.Equal(t, base.MaxSeqNum, e.LastSequence)
+
+	bad := Edit{HasLastSequence: true, LastSequence: base.MaxSeqNum + 1}
+	err := e.Decode(bad.Encode(nil))
+	require.True(t, errors.Is(err, base.ErrCorruption), "%v", err)
+	require.Contains(t, err.Error(), "last sequence")
+
+	for _, field := range []string{"smallest seq", "largest seq"} {
+		f := &FileMetadata{FileNum: 5, Size: 1,
+			Smallest: base.MakeInternalKey([]byte("a"), 1, base.KindSet),
+			Largest:  base.MakeInternalKey([]byte("b"), 1, base.KindSet)}
+		if field == "smallest seq" {
+			f.SmallestSeq = 1 << 60
+		} else {
+			f.LargestSeq = 1 << 60
+		}
+		bad := Edit{NewFiles: []NewFileEntry{{Level: 0, Meta: f}}}
+		err := e.Decode(bad.Encode(nil))
+		require.True(t, errors.Is(err, base.ErrCorruption), "%s: %v", field, err)
+		require.Contains(t, err.Error(), field)
 	}
 }

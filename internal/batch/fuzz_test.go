@@ -103,7 +103,7 @@ func FuzzReader(f *testing.F) {
 
 // TestReader_SeqNumOverflow checks that a batch whose records would take
 // sequence numbers beyond MaxSeqNum is corrupt: replayed from a WAL it would
-// otherwise wrap into small sequence numbers. Found while writing FuzzReader.
+// otherwise wrap into small sequence numbers. Found by review while writing FuzzReader.
 func TestReader_SeqNumOverflow(t *testing.T) {
 	for _, tc := range []struct {
 		seq base.SeqNum
