@@ -292,7 +292,8 @@ func FuzzFooter(f *testing.F) {
 }
 
 // FuzzTableOpen opens arbitrary bytes as a table and reads everything. Open
-// and every read either fail with ErrCorruption or succeed; nothing panics.
+// and every read either fail with ErrCorruption or succeed, nothing panics,
+// and forward and backward scans that both complete see the same entries.
 //
 // Under -fuzz pass -fuzzminimizetime=1s: the seeds are a few KiB and Go
 // minimizes every new interesting input for up to 60s by default, during
@@ -317,19 +318,29 @@ func FuzzTableOpen(f *testing.F) {
 			require.True(t, errors.Is(err, base.ErrCorruption), "Open: %v", err)
 			return
 		}
+		const limit = 10000
 		it := r.NewIter()
-		n := 0
-		for ok := it.First(); ok && n < 10000; ok = it.Next() {
-			n++
+		var fwd, bwd [][]byte
+		for ok := it.First(); ok && len(fwd) < limit; ok = it.Next() {
+			fwd = append(fwd, append(it.Key().Append(nil), it.Value()...))
 		}
-		if err := it.Error(); err != nil {
-			require.True(t, errors.Is(err, base.ErrCorruption), "Next: %v", err)
+		fwdErr := it.Error()
+		if fwdErr != nil {
+			require.True(t, errors.Is(fwdErr, base.ErrCorruption), "Next: %v", fwdErr)
 		}
-		for ok := it.Last(); ok && n < 20000; ok = it.Prev() {
-			n++
+		for ok := it.Last(); ok && len(bwd) < limit; ok = it.Prev() {
+			bwd = append(bwd, append(it.Key().Append(nil), it.Value()...))
 		}
-		if err := it.Error(); err != nil {
-			require.True(t, errors.Is(err, base.ErrCorruption), "Prev: %v", err)
+		bwdErr := it.Error()
+		if bwdErr != nil {
+			require.True(t, errors.Is(bwdErr, base.ErrCorruption), "Prev: %v", bwdErr)
+		}
+		if fwdErr == nil && bwdErr == nil && len(fwd) < limit && len(bwd) < limit {
+			// Both scans completed: they saw the same entries.
+			require.Equal(t, len(fwd), len(bwd), "forward and backward scans differ in length")
+			for j := range fwd {
+				require.Equal(t, fwd[j], bwd[len(bwd)-1-j], "entry %d differs between scans", j)
+			}
 		}
 		it.SeekGE([]byte("b"))
 		it.SeekLT([]byte("c"))
