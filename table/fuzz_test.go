@@ -363,3 +363,37 @@ func FuzzTableOpen(f *testing.F) {
 		require.NoError(t, r.Close())
 	})
 }
+
+// TestBlockIter_BadRestarts checks that init rejects restart arrays that do
+// not start at 0 or do not increase: seekGE's binary search over them
+// returned a later entry than the one sought. FuzzBlock found the first
+// (testdata/fuzz/FuzzBlock/91705119850c9159).
+func TestBlockIter_BadRestarts(t *testing.T) {
+	bw := blockWriter{restartInterval: 1}
+	for _, k := range []string{"a", "b", "c"} {
+		bw.add(base.MakeInternalKey([]byte(k), 1, base.KindSet).Append(nil), []byte("v"))
+	}
+	good := bytes.Clone(bw.finish())
+	restarts := len(good) - 4 - 3*4
+	var it blockIter
+	require.True(t, it.init(good, base.CompareEncoded))
+	require.True(t, it.seekGE(base.MakeInternalKey([]byte("a"), 1, base.KindSet).Append(nil)))
+	require.Equal(t, base.MakeInternalKey([]byte("a"), 1, base.KindSet).Append(nil), it.key)
+
+	// Entries of 13 bytes start at 0, 13 and 26.
+	for name, set := range map[string][3]uint32{
+		"first not 0":  {13, 26, 27},
+		"decreasing":   {0, 26, 13},
+		"repeated":     {0, 13, 13},
+		"past entries": {0, 13, uint32(restarts)},
+		"as found":     {26, 0, 26},
+	} {
+		b := bytes.Clone(good)
+		for r, o := range set {
+			binary.LittleEndian.PutUint32(b[restarts+4*r:], o)
+		}
+		require.False(t, it.init(b, base.CompareEncoded), name)
+		require.True(t, it.corrupt, name)
+		require.False(t, it.seekGE([]byte("a")), name)
+	}
+}
