@@ -14,7 +14,7 @@ import (
 // `go test` replays the seeds and testdata/fuzz/FuzzParseOptionsFile; run it
 // with
 //
-//	go test ./db -run '^$' -fuzz '^FuzzParseOptionsFile$' -fuzztime 60s -parallel=1
+//	go test ./db -run '^$' -fuzz '^FuzzParseOptionsFile$' -fuzztime 60s -fuzzminimizetime=1s -parallel=1
 //
 // Parsing either fails with ErrCorruption or yields the required sections
 // and a structure that, written out again, parses to the same structure;

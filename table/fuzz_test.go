@@ -16,10 +16,9 @@ import (
 // Fuzz targets of the table decoders. `go test` replays the seeds below and
 // the inputs under testdata/fuzz/<Target>; run one with, for example,
 //
-//	go test ./table -run '^$' -fuzz '^FuzzBlock$' -fuzztime 60s -parallel=1
+//	go test ./table -run '^$' -fuzz '^FuzzBlock$' -fuzztime 60s -fuzzminimizetime=1s -parallel=1
 //
-// Whole-table targets should also pass -fuzzminimizetime=1s (see
-// docs/fuzzing.md).
+// (-fuzzminimizetime: see docs/fuzzing.md.)
 
 func seedModel() []kv {
 	return []kv{

@@ -17,7 +17,7 @@ import (
 // record). `go test` replays the seeds and testdata/fuzz/FuzzEditDecode; run
 // it with
 //
-//	go test ./version -run '^$' -fuzz '^FuzzEditDecode$' -fuzztime 60s -parallel=1
+//	go test ./version -run '^$' -fuzz '^FuzzEditDecode$' -fuzztime 60s -fuzzminimizetime=1s -parallel=1
 //
 // Decode either fails with ErrCorruption or yields an edit whose encoding
 // decodes to the same edit and encodes to the same bytes again.

@@ -16,7 +16,7 @@ import (
 // FuzzReader decodes arbitrary bytes as a WriteBatch. `go test` replays the
 // seeds and testdata/fuzz/FuzzReader; run it with
 //
-//	go test ./internal/batch -run '^$' -fuzz '^FuzzReader$' -fuzztime 60s -parallel=1
+//	go test ./internal/batch -run '^$' -fuzz '^FuzzReader$' -fuzztime 60s -fuzzminimizetime=1s -parallel=1
 //
 // A batch either fails with ErrCorruption, ErrUnsupportedColumnFamily or
 // ErrUnsupportedRecord, or decodes to exactly Count() records with

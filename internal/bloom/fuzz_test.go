@@ -10,7 +10,7 @@ import (
 // Fuzz targets of the filter reader. `go test` replays the seeds and
 // testdata/fuzz/<Target>; run one with
 //
-//	go test ./internal/bloom -run '^$' -fuzz '^FuzzFilter$' -fuzztime 60s -parallel=1
+//	go test ./internal/bloom -run '^$' -fuzz '^FuzzFilter$' -fuzztime 60s -fuzzminimizetime=1s -parallel=1
 
 // FuzzFilter probes arbitrary bytes as a full filter block. Probing never
 // panics and agrees with the block's kind: an empty block matches nothing,

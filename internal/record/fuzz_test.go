@@ -16,7 +16,7 @@ import (
 // FuzzReader reads arbitrary bytes as a log. `go test` replays the seeds and
 // testdata/fuzz/FuzzReader; run it with
 //
-//	go test ./internal/record -run '^$' -fuzz '^FuzzReader$' -fuzztime 60s -parallel=1
+//	go test ./internal/record -run '^$' -fuzz '^FuzzReader$' -fuzztime 60s -fuzzminimizetime=1s -parallel=1
 //
 // The log ends with io.EOF, ErrTornTail, an ErrCorruption-class error or
 // the unsupported-compression error, never a panic; records start at
