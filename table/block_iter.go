@@ -12,10 +12,11 @@ import (
 //
 // Invariants: data is immutable while the iterator uses it; entries live in
 // data[:restartsOff]; init checked that the restart offsets start at 0 and
-// increase strictly within that range. When offset >= 0 the iterator rests on the entry at
-// offset, key is its full key (aliasing data at restarts, else keyBuf) and
-// nextOffset is where the following entry starts. corrupt is set on the
-// first malformed byte and the iterator stays invalid until re-initialised.
+// increase strictly within that range. When offset >= 0 the iterator rests
+// on the entry at offset, key is its full key (aliasing data at restarts,
+// else keyBuf) and nextOffset is where the following entry starts. corrupt
+// is set on the first malformed byte and the iterator stays invalid until
+// re-initialised.
 type blockIter struct {
 	data        []byte
 	restartsOff int

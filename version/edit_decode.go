@@ -49,8 +49,10 @@ func (d *decoder) uvarint32(what string) uint32 {
 // seqNum reads a sequence number, which must fit the 56 bits an internal
 // key holds.
 func (d *decoder) seqNum(what string) base.SeqNum {
+	start := d.off
 	v := d.uvarint(what)
 	if d.err == nil && v > uint64(base.MaxSeqNum) {
+		d.off = start // name the field's offset
 		d.fail("%s %d beyond the largest sequence number %d", what, v, base.MaxSeqNum)
 		return 0
 	}

@@ -39,7 +39,7 @@ func NewReader(data []byte) (Reader, error) {
 	// The records take sequence numbers first..first+count-1; one beyond
 	// MaxSeqNum cannot be stored in an internal key (it would wrap).
 	if r.count > 0 && r.first > base.MaxSeqNum-base.SeqNum(r.count-1) {
-		return Reader{}, base.CorruptionErrorf("batch: sequence number %d with %d records exceeds the largest sequence number %d",
+		return Reader{}, base.CorruptionErrorf("batch: offset 0: header sequence number %d with %d records exceeds the largest sequence number %d",
 			r.first, r.count, base.MaxSeqNum)
 	}
 	return r, nil
