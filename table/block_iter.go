@@ -11,11 +11,12 @@ import (
 // possibly followed by the block's first key) and meta blocks.
 //
 // Invariants: data is immutable while the iterator uses it; entries live in
-// data[:restartsOff]; every restart offset was checked to lie in that range
-// before it is followed. When offset >= 0 the iterator rests on the entry at
-// offset, key is its full key (aliasing data at restarts, else keyBuf) and
-// nextOffset is where the following entry starts. corrupt is set on the
-// first malformed byte and the iterator stays invalid until re-initialised.
+// data[:restartsOff]; init checked that the restart offsets start at 0 and
+// increase strictly within that range. When offset >= 0 the iterator rests
+// on the entry at offset, key is its full key (aliasing data at restarts,
+// else keyBuf) and nextOffset is where the following entry starts. corrupt
+// is set on the first malformed byte and the iterator stays invalid until
+// re-initialised.
 type blockIter struct {
 	data        []byte
 	restartsOff int
@@ -62,9 +63,22 @@ func (i *blockIter) init(block []byte, cmp func(a, b []byte) int) bool {
 		i.corrupt = true
 		return false
 	}
+	restartsOff := end - 4*n
+	// Restart offsets start at 0 and increase strictly within the entries
+	// (an empty block has the single restart 0): the binary searches of
+	// seekGE and prev land on wrong entries otherwise.
+	prev := -1
+	for r := 0; r < n; r++ {
+		o := int(binary.LittleEndian.Uint32(block[restartsOff+4*r:]))
+		if o <= prev || (r == 0 && o != 0) || (o >= restartsOff && restartsOff > 0) {
+			i.corrupt = true
+			return false
+		}
+		prev = o
+	}
 	i.data = block
 	i.numRestarts = n
-	i.restartsOff = end - 4*n
+	i.restartsOff = restartsOff
 	return true
 }
 

@@ -46,6 +46,19 @@ func (d *decoder) uvarint32(what string) uint32 {
 	return uint32(v)
 }
 
+// seqNum reads a sequence number, which must fit the 56 bits an internal
+// key holds.
+func (d *decoder) seqNum(what string) base.SeqNum {
+	start := d.off
+	v := d.uvarint(what)
+	if d.err == nil && v > uint64(base.MaxSeqNum) {
+		d.off = start // name the field's offset
+		d.fail("%s %d beyond the largest sequence number %d", what, v, base.MaxSeqNum)
+		return 0
+	}
+	return base.SeqNum(v)
+}
+
 // bytes reads a varstring; the result aliases the input.
 func (d *decoder) bytes(what string) []byte {
 	n := d.uvarint(what)
@@ -116,7 +129,7 @@ func (e *Edit) decodeField(d *decoder, tag uint32) bool {
 	case tagNextFileNumber:
 		e.NextFileNumber, e.HasNextFileNumber = d.uvarint("next file number"), true
 	case tagLastSequence:
-		e.LastSequence, e.HasLastSequence = base.SeqNum(d.uvarint("last sequence")), true
+		e.LastSequence, e.HasLastSequence = d.seqNum("last sequence"), true
 	case tagMinLogNumberToKeep:
 		e.MinLogNumberToKeep, e.HasMinLogNumberToKeep = d.uvarint("min log number"), true
 	case tagMaxColumnFamily:
@@ -195,8 +208,8 @@ func (e *Edit) decodeNewFile(d *decoder, tag uint32) {
 	f.Smallest = d.ikey("smallest key")
 	f.Largest = d.ikey("largest key")
 	if tag != tagNewFile {
-		f.SmallestSeq = base.SeqNum(d.uvarint("smallest seq"))
-		f.LargestSeq = base.SeqNum(d.uvarint("largest seq"))
+		f.SmallestSeq = d.seqNum("smallest seq")
+		f.LargestSeq = d.seqNum("largest seq")
 	}
 	if tag == tagNewFile4 {
 		e.decodeCustomFields(d, f)

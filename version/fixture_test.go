@@ -120,9 +120,22 @@ func fixtureManifest(t *testing.T, dir string) (string, []byte) {
 	return names[0], data
 }
 
-func TestEdit_DecodeRocksDBManifests(t *testing.T) {
+// fixtureDirs lists the RocksDB fixture directories under testdata (not
+// testdata/fuzz, the fuzz corpus).
+func fixtureDirs(t *testing.T) []string {
 	dirs, err := filepath.Glob("testdata/*")
 	require.NoError(t, err)
+	out := dirs[:0]
+	for _, d := range dirs {
+		if filepath.Base(d) != "fuzz" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func TestEdit_DecodeRocksDBManifests(t *testing.T) {
+	dirs := fixtureDirs(t)
 	require.GreaterOrEqual(t, len(dirs), 20)
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -151,8 +164,7 @@ func TestEdit_DecodeRocksDBManifests(t *testing.T) {
 }
 
 func TestLoad_RocksDBManifests(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/*")
-	require.NoError(t, err)
+	dirs := fixtureDirs(t)
 	for _, dir := range dirs {
 		if filepath.Base(dir) == "ldb-cf" {
 			continue

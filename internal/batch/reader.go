@@ -22,19 +22,27 @@ type Reader struct {
 	first, seq  base.SeqNum
 }
 
-// NewReader returns a Reader of data, which must hold at least a header.
-// The slices Next returns alias data.
+// NewReader returns a Reader of data, which must hold at least a header
+// whose sequence number leaves room for its count of records below
+// base.MaxSeqNum. The slices Next returns alias data.
 func NewReader(data []byte) (Reader, error) {
 	if len(data) < HeaderLen {
 		return Reader{}, base.CorruptionErrorf("batch: %d bytes, shorter than the %d-byte header",
 			len(data), HeaderLen)
 	}
-	return Reader{
+	r := Reader{
 		data:  data,
 		off:   HeaderLen,
 		count: binary.LittleEndian.Uint32(data[8:12]),
 		first: base.SeqNum(binary.LittleEndian.Uint64(data[0:8])),
-	}, nil
+	}
+	// The records take sequence numbers first..first+count-1; one beyond
+	// MaxSeqNum cannot be stored in an internal key (it would wrap).
+	if r.count > 0 && r.first > base.MaxSeqNum-base.SeqNum(r.count-1) {
+		return Reader{}, base.CorruptionErrorf("batch: offset 0: header sequence number %d with %d records exceeds the largest sequence number %d",
+			r.first, r.count, base.MaxSeqNum)
+	}
+	return r, nil
 }
 
 // Count returns the count recorded in the header.

@@ -19,7 +19,7 @@ import (
 
 const filterMetaKey = "fullfilter.rocksdb.BuiltinBloomFilter"
 
-func uvarint(t *testing.T, b []byte) (uint64, []byte) {
+func uvarint(t testing.TB, b []byte) (uint64, []byte) {
 	t.Helper()
 	v, n := binary.Uvarint(b)
 	require.Positive(t, n, "bad varint")
@@ -27,7 +27,7 @@ func uvarint(t *testing.T, b []byte) (uint64, []byte) {
 }
 
 // fixtureFilter returns the full filter block of testdata/<name>.sst.
-func fixtureFilter(t *testing.T, name string) []byte {
+func fixtureFilter(t testing.TB, name string) []byte {
 	t.Helper()
 	file, err := os.ReadFile("testdata/" + name + ".sst")
 	require.NoError(t, err)
