@@ -267,9 +267,16 @@ func (d *DB) fullMerge(key, existing []byte, operands [][]byte) ([]byte, error) 
 	return v, nil
 }
 
+// errMergeWithoutOperator is the error of writing a merge operand to a
+// database opened without a merge operator.
+var errMergeWithoutOperator = errors.Wrap(ErrInvalidArgument, "strata: Merge needs Options.MergeOperator")
+
 // Merge adds operand to the merge operands of key; reads combine them with
-// Options.MergeOperator.
+// Options.MergeOperator. Without an operator it returns ErrInvalidArgument.
 func (d *DB) Merge(key, operand []byte, wo *WriteOptions) error {
+	if d.opts.MergeOperator == nil {
+		return errMergeWithoutOperator
+	}
 	if err := checkBatchGrowth(0, 0, len(key), len(operand), true); err != nil {
 		return err
 	}
@@ -305,6 +312,7 @@ func (b *Batch) Merge(key, operand []byte) {
 		return
 	}
 	b.b.Merge(key, operand)
+	b.hasMerge = true
 }
 
 // SingleDelete adds a single deletion of key (see DB.SingleDelete).
