@@ -83,7 +83,7 @@ func TestCompactionMergeRules(t *testing.T) {
 			reads:     map[string]string{"k": "x,y,z,w"},
 			snapReads: []map[string]string{{"k": "x,y"}}},
 		{name: "operands of an older stripe with nothing under them",
-			ops: []op{{"merge", "k", "y"}, {"snap", "", ""}, {"merge", "k", "z"}},
+			ops:       []op{{"merge", "k", "y"}, {"snap", "", ""}, {"merge", "k", "z"}},
 			want:      []string{"k#2,MERGE=z", "k#1,SET=y"},
 			reads:     map[string]string{"k": "y,z"},
 			snapReads: []map[string]string{{"k": "y"}}},
