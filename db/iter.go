@@ -674,7 +674,7 @@ func (it *Iterator) findPrevUserEntry() {
 	if haveValue && it.mbuf.len() > 0 {
 		var existing []byte
 		if hasBase {
-			existing = it.savedValue
+			existing = nonNil(it.savedValue)
 		}
 		v, err := it.d.fullMerge(it.savedKey, existing, it.mbuf.operands(false))
 		if err != nil {

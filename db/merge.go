@@ -332,6 +332,15 @@ type mergeBuf struct {
 	ops  [][]byte
 }
 
+// nonNil returns b, or an empty slice for nil: an empty value is a value
+// (FullMerge's existing is nil only when there is none).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
 func (m *mergeBuf) reset() { m.data, m.ends = m.data[:0], m.ends[:0] }
 
 func (m *mergeBuf) add(v []byte) {
@@ -429,7 +438,9 @@ func (it *Iterator) mergeForward() {
 		}
 		break
 	}
-	if !hasBase {
+	if hasBase {
+		existing = nonNil(existing)
+	} else {
 		existing = nil
 	}
 	v, err := it.d.fullMerge(it.savedKey, existing, it.mbuf.operands(true))

@@ -1,0 +1,86 @@
+package db
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestMergeBuiltins(t *testing.T) {
+	u := func(n uint64) []byte { return binary.LittleEndian.AppendUint64(nil, n) }
+	full := func(op MergeOperator, existing []byte, ops ...string) string {
+		var b [][]byte
+		for _, o := range ops {
+			b = append(b, []byte(o))
+		}
+		v, err := op.FullMerge([]byte("k"), existing, b)
+		require.NoError(t, err)
+		return string(v)
+	}
+	add := MergeOperatorByName("uint64add")
+	require.Equal(t, UInt64AddOperatorName, add.Name())
+	require.Equal(t, string(u(6)), full(add, u(1), string(u(2)), string(u(3))))
+	require.Equal(t, string(u(5)), full(add, nil, string(u(2)), string(u(3))))
+	// A value of another length counts as 0, as in RocksDB.
+	require.Equal(t, string(u(3)), full(add, []byte("bad"), "xyz", string(u(3))))
+	v, ok := add.PartialMerge([]byte("k"), [][]byte{u(1<<64 - 1), u(2)})
+	require.True(t, ok)
+	require.Equal(t, u(1), v, "wraps around")
+
+	sa := MergeOperatorByName("{id=StringAppendOperator;delimiter=\\:;}")
+	require.Equal(t, StringAppendOperatorName, sa.Name())
+	require.Equal(t, "a:b:c", full(sa, []byte("a"), "b", "c"))
+	require.Equal(t, "b:c", full(sa, nil, "b", "c"))
+	require.Equal(t, ":b", full(sa, []byte{}, "b"), "an empty value is a value")
+	v, ok = sa.PartialMerge(nil, [][]byte{[]byte("x"), []byte("y")})
+	require.True(t, ok)
+	require.Equal(t, "x:y", string(v))
+	require.Equal(t, `{id=StringAppendOperator;delimiter=\:;}`, optionsMergeOperatorValue(sa))
+	require.Equal(t, "{id=StringAppendOperator;delimiter=,;}", optionsMergeOperatorValue(MergeOperatorByName("stringappend")))
+	require.Equal(t, StringAppendTESTOperatorName, MergeOperatorByName("stringappendtest").Name())
+
+	mx := MergeOperatorByName("max")
+	require.Equal(t, MaxOperatorName, mx.Name())
+	require.Equal(t, "b", full(mx, []byte("a"), "b", "ab"))
+	require.Equal(t, "z", full(mx, []byte("z"), "b"))
+	require.Equal(t, "", full(mx, nil, ""))
+
+	put := MergeOperatorByName("PutOperator")
+	require.Equal(t, PutOperatorName, put.Name())
+	require.Equal(t, "c", full(put, []byte("a"), "b", "c"))
+
+	require.Nil(t, MergeOperatorByName("nullptr"))
+	require.Nil(t, MergeOperatorByName(""))
+	require.Nil(t, MergeOperatorByName("NoSuchOperator"))
+
+	require.Equal(t, "", mergeOperatorReport("[CF]", "nullptr", nil))
+	require.Equal(t, "", mergeOperatorReport("[CF]", "UInt64AddOperator", add))
+	require.Equal(t, "", mergeOperatorReport("[CF]", "{id=StringAppendOperator;delimiter=\\:;}", sa))
+	require.Contains(t, mergeOperatorReport("[CF]", "{id=StringAppendOperator;delimiter=,;}", sa), "Strata uses")
+	require.Contains(t, mergeOperatorReport("[CF]", "MaxOperator", nil), "no Options.MergeOperator")
+}
+
+// An empty value under operands is a value, not an absent key, in every
+// read path and in compaction.
+func TestMergeOnEmptyValue(t *testing.T) {
+	d := openMergeTestDB(t)
+	require.NoError(t, d.Put([]byte("k"), nil, nil))
+	require.NoError(t, d.Merge([]byte("k"), []byte("a"), nil))
+	check := func() {
+		v, err := d.Get([]byte("k"), nil)
+		require.NoError(t, err)
+		require.Equal(t, ",a", string(v))
+		it := d.NewIterator(nil)
+		it.SeekToLast()
+		require.True(t, it.Valid())
+		require.Equal(t, ",a", string(it.Value()))
+		it.SeekToFirst()
+		require.True(t, it.Valid())
+		require.Equal(t, ",a", string(it.Value()))
+		require.NoError(t, it.Close())
+	}
+	check()
+	require.NoError(t, d.CompactRange(nil, nil))
+	check()
+}
