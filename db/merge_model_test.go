@@ -10,6 +10,7 @@ import (
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/testutil"
 	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -86,7 +87,11 @@ func TestMergeModelRandomized(t *testing.T) {
 				TargetFileSizeBase:             8 << 10,
 				MaxBytesForLevelBase:           32 << 10,
 				DisableAutoCompactions:         rng.Intn(3) == 0,
+				BloomBitsPerKey:                []int{0, 10}[rng.Intn(2)],
 				MergeOperator:                  &choosyAppend{db.NewStringAppendOperator(","), rand.New(rand.NewSource(seed))},
+			}
+			if rng.Intn(2) == 0 {
+				r.opts.PrefixExtractor = prefix.Fixed(2)
 			}
 			d, err := db.Open("/db", &r.opts)
 			require.NoError(t, err)
@@ -296,4 +301,70 @@ func (r *mergeRun) check(ro *db.ReadOptions, m mmodel, name string) {
 		}
 	}
 	require.NoError(t, it.Err())
+	r.checkBounded(ro, m, name)
+	r.checkPrefix(ro, m, name)
+}
+
+// checkBounded scans between random bounds both ways.
+func (r *mergeRun) checkBounded(ro *db.ReadOptions, m mmodel, name string) {
+	t := r.t
+	lo, hi := r.key(), r.skey()
+	if r.rng.Intn(2) == 0 {
+		lo, hi = r.key(), r.key()
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+	}
+	bro := &db.ReadOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)}
+	if ro != nil {
+		bro.Snapshot = ro.Snapshot
+	}
+	var want []string
+	for _, k := range m.sorted() {
+		if k >= lo && k < hi {
+			want = append(want, k+"="+m[k])
+		}
+	}
+	it := r.d.NewIterator(bro)
+	defer func() { require.NoError(t, it.Close()) }()
+	var fwd, bwd []string
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		fwd = append(fwd, string(it.Key())+"="+string(it.Value()))
+	}
+	require.NoError(t, it.Err())
+	for it.SeekToLast(); it.Valid(); it.Prev() {
+		bwd = append([]string{string(it.Key()) + "=" + string(it.Value())}, bwd...)
+	}
+	require.NoError(t, it.Err())
+	require.Equal(t, want, fwd, "%s: forward scan in [%s, %s)", name, lo, hi)
+	require.Equal(t, want, bwd, "%s: backward scan in [%s, %s)", name, lo, hi)
+}
+
+// checkPrefix seeks with PrefixSameAsStart when an extractor is set.
+func (r *mergeRun) checkPrefix(ro *db.ReadOptions, m mmodel, name string) {
+	if r.opts.PrefixExtractor == nil {
+		return
+	}
+	t := r.t
+	target := r.key()
+	if r.rng.Intn(2) == 0 {
+		target = r.skey()
+	}
+	pro := &db.ReadOptions{PrefixSameAsStart: true}
+	if ro != nil {
+		pro.Snapshot = ro.Snapshot
+	}
+	var want, got []string
+	for _, k := range m.sorted() {
+		if k >= target && k[:2] == target[:2] {
+			want = append(want, k+"="+m[k])
+		}
+	}
+	it := r.d.NewIterator(pro)
+	for it.Seek([]byte(target)); it.Valid(); it.Next() {
+		got = append(got, string(it.Key())+"="+string(it.Value()))
+	}
+	require.NoError(t, it.Err())
+	require.NoError(t, it.Close())
+	require.Equal(t, want, got, "%s: prefix seek %s", name, target)
 }
