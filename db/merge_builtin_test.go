@@ -1,8 +1,13 @@
 package db
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/stratadb/strata/internal/vfs"
 
 	"github.com/stretchr/testify/require"
 )
@@ -83,4 +88,79 @@ func TestMergeOnEmptyValue(t *testing.T) {
 	check()
 	require.NoError(t, d.CompactRange(nil, nil))
 	check()
+}
+
+// Concurrent merges of one counter, with flushes, compactions and readers
+// running alongside, lose no operand.
+func TestMergeConcurrentCounters(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("/db", 0o755))
+	d, err := Open("/db", &Options{CreateIfMissing: true, FS: fs, WriteBufferSize: 4 << 10,
+		Level0FileNumCompactionTrigger: 2, MergeOperator: NewUInt64AddOperator()})
+	require.NoError(t, err)
+	defer d.Close()
+	const writers, perWriter = 4, 300
+	one := binary.LittleEndian.AppendUint64(nil, 1)
+	errs := make(chan error, writers+1)
+	done := make(chan struct{})
+	for w := 0; w < writers; w++ {
+		go func(w int) {
+			for i := 0; i < perWriter; i++ {
+				if err := d.Merge([]byte("counter"), one, nil); err != nil {
+					errs <- err
+					return
+				}
+				if err := d.Merge([]byte(fmt.Sprintf("w%d", w)), one, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(w)
+	}
+	go func() {
+		// A reader: the counter never decreases.
+		var last uint64
+		for {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			v, err := d.Get([]byte("counter"), nil)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			n := binary.LittleEndian.Uint64(v)
+			if n < last {
+				errs <- fmt.Errorf("counter went from %d to %d", last, n)
+				return
+			}
+			last = n
+		}
+	}()
+	for w := 0; w < writers; w++ {
+		require.NoError(t, <-errs)
+	}
+	close(done)
+	require.NoError(t, <-errs)
+	require.NoError(t, d.CompactRange(nil, nil))
+	v, err := d.Get([]byte("counter"), nil)
+	require.NoError(t, err)
+	require.Equal(t, uint64(writers*perWriter), binary.LittleEndian.Uint64(v))
+	it := d.NewIterator(nil)
+	n := 0
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		if bytes.HasPrefix(it.Key(), []byte("w")) {
+			require.Equal(t, uint64(perWriter), binary.LittleEndian.Uint64(it.Value()), "%s", it.Key())
+			n++
+		}
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, writers, n)
 }

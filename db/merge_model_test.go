@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stratadb/strata/db"
@@ -18,11 +19,15 @@ import (
 // that compaction also keeps uncombined operands.
 type choosyAppend struct {
 	db.MergeOperator
+	mu  sync.Mutex // compactions call PartialMerge concurrently
 	rng *rand.Rand
 }
 
 func (c *choosyAppend) PartialMerge(key []byte, ops [][]byte) ([]byte, bool) {
-	if c.rng.Intn(2) == 0 {
+	c.mu.Lock()
+	decline := c.rng.Intn(2) == 0
+	c.mu.Unlock()
+	if decline {
 		return nil, false
 	}
 	return c.MergeOperator.PartialMerge(key, ops)
@@ -88,7 +93,7 @@ func TestMergeModelRandomized(t *testing.T) {
 				MaxBytesForLevelBase:           32 << 10,
 				DisableAutoCompactions:         rng.Intn(3) == 0,
 				BloomBitsPerKey:                []int{0, 10}[rng.Intn(2)],
-				MergeOperator:                  &choosyAppend{db.NewStringAppendOperator(","), rand.New(rand.NewSource(seed))},
+				MergeOperator:                  &choosyAppend{MergeOperator: db.NewStringAppendOperator(","), rng: rand.New(rand.NewSource(seed))},
 			}
 			if rng.Intn(2) == 0 {
 				r.opts.PrefixExtractor = prefix.Fixed(2)

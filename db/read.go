@@ -149,7 +149,7 @@ func (r *getResult) resolve(key []byte) ([]byte, error) {
 	case base.KindDelete, base.KindSingleDelete:
 		return nil, ErrNotFound
 	}
-	return nil, errors.AssertionFailedf("strata: key %q has a %s entry", key, r.kind)
+	return nil, errors.Newf("strata: key %q has a %s entry, which Strata cannot read", key, r.kind)
 }
 
 // resolveGet turns the version found into Get's answer, resolving merge
