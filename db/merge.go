@@ -247,8 +247,37 @@ func (d *DB) errNoMergeOperator(key []byte) error {
 		return errors.Wrapf(ErrInvalidArgument,
 			"strata: key %q has merge operands, which need merge operator %s (named by the OPTIONS file): set Options.MergeOperator", key, d.fileMergeOperator)
 	}
+	if name, file := d.tableMergeOperator(); name != "" {
+		return errors.Wrapf(ErrInvalidArgument,
+			"strata: key %q has merge operands, which need merge operator %s (named by table %s): set Options.MergeOperator", key, name, file)
+	}
 	return errors.Wrapf(ErrInvalidArgument,
 		"strata: key %q has merge operands, which need a merge operator: set Options.MergeOperator", key)
+}
+
+// tableMergeOperator returns the merge operator named by a table of the
+// current version (rocksdb.merge.operator), and the table, for the error
+// of reading operands with no operator and no OPTIONS file naming one.
+func (d *DB) tableMergeOperator() (name, file string) {
+	rs := d.loadReadState()
+	defer rs.unref()
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			e, err := d.tables.acquire(f.FileNum)
+			if err != nil {
+				continue
+			}
+			var n string
+			if p := e.reader.Properties(); p != nil {
+				n = p.MergeOperatorName
+			}
+			d.tables.release(e)
+			if n != "" && n != "nullptr" {
+				return n, base.MakeFilename(base.FileKindTable, f.FileNum)
+			}
+		}
+	}
+	return "", ""
 }
 
 // fullMerge runs the configured operator's FullMerge, wrapping its error.

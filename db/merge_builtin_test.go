@@ -164,3 +164,48 @@ func TestMergeConcurrentCounters(t *testing.T) {
 	require.NoError(t, it.Close())
 	require.Equal(t, writers, n)
 }
+
+// Without an operator, reading operands fails naming the operator the
+// OPTIONS file asked for or, with no OPTIONS file, the one a table names;
+// keys without operands read normally.
+func TestMergeOperandWithoutOperatorNamesIt(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("/db", 0o755))
+	d, err := Open("/db", &Options{CreateIfMissing: true, FS: fs, MergeOperator: NewMaxOperator()})
+	require.NoError(t, err)
+	require.NoError(t, d.Merge([]byte("m"), []byte("1"), nil))
+	require.NoError(t, d.Put([]byte("p"), []byte("2"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Close())
+
+	check := func(want string) {
+		d, err := Open("/db", &Options{FS: fs})
+		require.NoError(t, err)
+		defer d.Close()
+		v, err := d.Get([]byte("p"), nil)
+		require.NoError(t, err)
+		require.Equal(t, "2", string(v))
+		_, err = d.Get([]byte("m"), nil)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.ErrorContains(t, err, want)
+		it := d.NewIterator(nil)
+		it.SeekToFirst()
+		require.False(t, it.Valid())
+		require.ErrorContains(t, it.Err(), want)
+		it.SeekToLast()
+		require.True(t, it.Valid(), "p is after m")
+		it.Prev()
+		require.False(t, it.Valid())
+		require.ErrorContains(t, it.Err(), want)
+		require.NoError(t, it.Close())
+	}
+	check("merge operator MaxOperator (named by the OPTIONS file)")
+	names, err := fs.List("/db")
+	require.NoError(t, err)
+	for _, n := range names {
+		if len(n) > 8 && n[:8] == "OPTIONS-" {
+			require.NoError(t, fs.Remove("/db/"+n))
+		}
+	}
+	check("merge operator MaxOperator (named by table 0000")
+}
