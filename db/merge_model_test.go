@@ -185,6 +185,20 @@ func (r *mergeRun) step() {
 		var desc []string
 		for i := r.rng.Intn(5); i >= 0; i-- {
 			k, v := r.key(), r.val()
+			if r.rng.Intn(4) == 0 {
+				// A single-deletion key, within the contract.
+				k = r.skey()
+				if _, ok := r.m[k]; ok {
+					b.SingleDelete([]byte(k))
+					delete(r.m, k)
+					desc = append(desc, "singledelete "+k)
+				} else {
+					b.Put([]byte(k), []byte(v))
+					r.m[k] = v
+					desc = append(desc, "put "+k+" "+v)
+				}
+				continue
+			}
 			if r.rng.Intn(3) == 0 {
 				b.Put([]byte(k), []byte(v))
 				r.m[k] = v
