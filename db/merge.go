@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -83,18 +84,32 @@ const (
 // NewUInt64AddOperator returns RocksDB's "uint64add" operator: values and
 // operands are 8-byte little-endian unsigned integers, added with
 // wrap-around. A value of another length counts as 0, as in RocksDB.
-func NewUInt64AddOperator() MergeOperator {
-	return &AssociativeMergeOperator{OperatorName: UInt64AddOperatorName, Merge: uint64Add}
+func NewUInt64AddOperator() MergeOperator { return uint64Add{} }
+
+type uint64Add struct{}
+
+func (uint64Add) Name() string { return UInt64AddOperatorName }
+
+// decodeUint64 reads an 8-byte little-endian value; another length counts
+// as 0, as in RocksDB.
+func decodeUint64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b)
 }
 
-func uint64Add(_, existing, operand []byte) []byte {
-	dec := func(b []byte) uint64 {
-		if len(b) != 8 {
-			return 0
-		}
-		return binary.LittleEndian.Uint64(b)
+func (uint64Add) FullMerge(_, existing []byte, operands [][]byte) ([]byte, error) {
+	sum := decodeUint64(existing)
+	for _, op := range operands {
+		sum += decodeUint64(op)
 	}
-	return binary.LittleEndian.AppendUint64(make([]byte, 0, 8), dec(existing)+dec(operand))
+	return binary.LittleEndian.AppendUint64(make([]byte, 0, 8), sum), nil
+}
+
+func (u uint64Add) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
+	v, _ := u.FullMerge(key, nil, operands)
+	return v, true
 }
 
 // NewStringAppendOperator returns RocksDB's "stringappend" operator: each
@@ -395,6 +410,10 @@ func (m *mergeBuf) operands(reverse bool) [][]byte {
 	return m.ops
 }
 
+// mergeGetIters recycles the iterators (and their buffers) getMerged
+// uses; none is reachable once getMerged returns.
+var mergeGetIters = sync.Pool{New: func() any { return new(Iterator) }}
+
 // getMerged answers Get for a key whose newest visible version is a merge
 // operand: an iterator over the same view resolves it.
 func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, error) {
@@ -402,7 +421,15 @@ func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, err
 		return nil, d.errNoMergeOperator(key)
 	}
 	rs.refs.Add(1) // taken over by the iterator state
-	it := &Iterator{d: d, snap: snap, lower: key, upper: append(append([]byte{}, key...), 0)}
+	it := mergeGetIters.Get().(*Iterator)
+	*it = Iterator{d: d, snap: snap, lower: key,
+		upper:      append(append(it.upper[:0], key...), 0),
+		savedKey:   it.savedKey[:0],
+		savedValue: it.savedValue[:0],
+		seekBuf:    it.seekBuf[:0],
+		mbuf:       mergeBuf{data: it.mbuf.data[:0], ends: it.mbuf.ends[:0], ops: it.mbuf.ops[:0]},
+	}
+	defer mergeGetIters.Put(it)
 	st, err := d.acquireIterState(rs, snap)
 	if err != nil {
 		return nil, err
