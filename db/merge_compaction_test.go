@@ -188,3 +188,35 @@ func TestMergeNeedsOperator(t *testing.T) {
 	b.Put([]byte("a"), []byte("1"))
 	require.NoError(t, d.Write(b, nil))
 }
+
+// A flush combines operands within snapshot stripes, as compaction does
+// above the bottommost level; with a range deletion in the memtable it
+// writes the entries as they are.
+func TestFlushMergesOperands(t *testing.T) {
+	d := openMergeTestDB(t)
+	k := []byte("k")
+	require.NoError(t, d.Put(k, []byte("x"), nil))
+	require.NoError(t, d.Merge(k, []byte("y"), nil))
+	s := d.NewSnapshot()
+	defer s.Release()
+	require.NoError(t, d.Merge(k, []byte("z"), nil))
+	require.NoError(t, d.Merge(k, []byte("w"), nil))
+	require.NoError(t, d.Merge([]byte("m"), []byte("1"), nil))
+	require.NoError(t, d.Merge([]byte("m"), []byte("2"), nil))
+	require.NoError(t, d.Put([]byte("p"), []byte("v"), nil))
+	require.NoError(t, d.Flush())
+	require.Equal(t, []string{"k#4,MERGE=z,w", "k#2,SET=x,y", "m#6,MERGE=1,2", "p#7,SET=v"}, tableEntries(t, d))
+	v, err := d.Get(k, nil)
+	require.NoError(t, err)
+	require.Equal(t, "x,y,z,w", string(v))
+	v, err = d.Get(k, &ReadOptions{Snapshot: s})
+	require.NoError(t, err)
+	require.Equal(t, "x,y", string(v))
+
+	d = openMergeTestDB(t)
+	require.NoError(t, d.Put(k, []byte("x"), nil))
+	require.NoError(t, d.Merge(k, []byte("y"), nil))
+	require.NoError(t, d.DeleteRange([]byte("a"), []byte("b"), nil))
+	require.NoError(t, d.Flush())
+	require.Equal(t, []string{"k#2,MERGE=y", "k#1,SET=x"}, tableEntries(t, d))
+}
