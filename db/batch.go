@@ -15,6 +15,9 @@ type Batch struct {
 	// err is the first record refused for size; once set the batch stops
 	// growing and Write returns it.
 	err error
+	// hasMerge: the batch holds a merge operand (Write refuses it when no
+	// merge operator is configured).
+	hasMerge bool
 }
 
 // NewBatch returns an empty batch.
@@ -70,4 +73,4 @@ func (b *Batch) refuseSlow(keyLen, valueLen int, hasValue bool) bool {
 func (b *Batch) Count() int { return int(b.b.Count()) }
 
 // Reset empties the batch, keeping its memory, and forgets a refused write.
-func (b *Batch) Reset() { b.b.Reset(); b.err = nil }
+func (b *Batch) Reset() { b.b.Reset(); b.err, b.hasMerge = nil, false }

@@ -84,44 +84,11 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 }
 
 // mergeInto walks the merged inputs, drops what no reader can see and
-// writes the rest to out.
+// writes the rest to out. Merge operands and single deletions follow the
+// rules in compaction_merge.go.
 func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
-	var cur []byte
-	started := false
-	lastStripe := -1
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		uk, seq := k.UserKey, k.SeqNum()
-		newKey := !started || !bytes.Equal(uk, cur)
-		if newKey {
-			cur = append(cur[:0], uk...)
-			started = true
-			lastStripe = -1
-		}
-		stripe := stripeOf(seq, snaps)
-		if stripe == lastStripe {
-			continue // shadowed by a newer version of the same stripe
-		}
-		if sets[stripe].MaxCovering(uk) > seq {
-			lastStripe = stripe
-			continue // deleted by a range tombstone of the same stripe
-		}
-		kind := k.Kind()
-		if kind != base.KindMerge {
-			// A merge operand (only in databases RocksDB wrote; Strata
-			// has no merge operator) does not shadow what lies below it:
-			// keep the versions under it, so compaction never loses what
-			// a merge operator would combine.
-			lastStripe = stripe
-		}
-		if (kind == base.KindDelete || kind == base.KindSingleDelete) && out.c.bottommost && stripe == 0 {
-			continue
-		}
-		if err := out.add(k, it.Value(), newKey); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+	cm := compactionMerger{d: d, out: out, it: it, sets: sets, snaps: snaps, op: d.opts.MergeOperator}
+	return cm.run()
 }
 
 // compactionInputs opens the merged iterator over c's inputs and gathers

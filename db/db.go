@@ -71,6 +71,10 @@ type DB struct {
 	// optionsReport lists the settings of the OPTIONS file found at Open
 	// that did not map onto ours; written once during Open.
 	optionsReport []string
+	// fileMergeOperator is the merge operator named by the OPTIONS file
+	// found at Open ("" for none), for the error of reading operands
+	// without one.
+	fileMergeOperator string
 	// testingBetweenViewAndSeq, when set (by tests only, before the DB is
 	// used concurrently), runs in every read between loading the read view
 	// and loading the sequence number (see readState).

@@ -157,9 +157,10 @@ func (d *DB) flushOldestLocked() error {
 func (d *DB) writeLevel0TableLocked(m *memtable.MemTable) (*version.FileMetadata, error) {
 	fileNum := d.mu.versions.NextFileNum()
 	d.mu.pendingOutputs[fileNum] = struct{}{}
+	it := d.flushIter(m)
 	d.mu.Unlock()
 	start := time.Now()
-	meta, err := d.writeTable(fileNum, m.NewIter(), m.Tombstones(base.MaxSeqNum), 0)
+	meta, err := d.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
 	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
 	d.mu.Lock()
 	if err != nil {

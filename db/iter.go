@@ -59,6 +59,13 @@ type Iterator struct {
 	seekBuf    []byte
 	err        error
 	closed     bool
+
+	// merged is set in the forward direction when the current value was
+	// combined from merge operands: the key and value are then in savedKey
+	// and savedValue, and the internal iterator rests past the entries
+	// read (see merge.go).
+	merged bool
+	mbuf   mergeBuf
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -258,7 +265,7 @@ func (it *Iterator) Key() []byte {
 	if !it.valid {
 		return nil
 	}
-	if it.dir == forward {
+	if it.dir == forward && !it.merged {
 		return it.iter.Key().UserKey
 	}
 	return it.savedKey
@@ -270,7 +277,7 @@ func (it *Iterator) Value() []byte {
 	if !it.valid {
 		return nil
 	}
-	if it.dir == forward {
+	if it.dir == forward && !it.merged {
 		return it.iter.Value()
 	}
 	return it.savedValue
@@ -466,6 +473,12 @@ func (it *Iterator) Next() {
 		it.findNextUserEntry(true, it.savedKey)
 		return
 	}
+	if it.merged {
+		// savedKey holds the current key and the internal iterator rests
+		// past the operands read.
+		it.findNextUserEntry(true, it.savedKey)
+		return
+	}
 	it.savedKey = append(it.savedKey[:0], it.iter.Key().UserKey...)
 	it.iterValid = it.iter.Next()
 	it.findNextUserEntry(true, it.savedKey)
@@ -476,6 +489,16 @@ func (it *Iterator) Prev() {
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return
+	}
+	if it.dir == forward && it.merged {
+		// savedKey holds the current key; the internal iterator rests
+		// somewhere past its entries: seek back before them.
+		if it.filterPrefix != nil && !it.hasPrefix {
+			it.filterPrefix = nil
+			it.resetFilteredChildren()
+		}
+		it.iterValid = it.iter.SeekLT(it.savedKey)
+		it.dir = reverse
 	}
 	if it.dir == forward {
 		// Step back to the last entry before the current key.
@@ -509,6 +532,7 @@ func (it *Iterator) Prev() {
 // the first visible, live key; with skipping set it first passes every
 // entry of skip.
 func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
+	it.merged = false
 	for ; it.iterValid; it.iterValid = it.iter.Next() {
 		k := it.iter.Key()
 		seq := k.SeqNum()
@@ -518,8 +542,8 @@ func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
 		if skipping && bytes.Equal(k.UserKey, skip) {
 			continue
 		}
-		switch k.Kind() {
-		case base.KindSet:
+		switch kind := k.Kind(); kind {
+		case base.KindSet, base.KindMerge:
 			if !it.tombs.Empty() && it.tombs.Deleted(k.UserKey, seq) {
 				skip = it.saveSkip(k.UserKey)
 				skipping = true
@@ -538,13 +562,17 @@ func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
 				skipping = true
 				continue
 			}
+			if kind == base.KindMerge {
+				it.mergeForward()
+				return
+			}
 			it.valid = true
 			return
 		case base.KindDelete, base.KindSingleDelete:
 			skip = it.saveSkip(k.UserKey)
 			skipping = true
 		default:
-			it.err = errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", k.UserKey, k.Kind())
+			it.err = errors.Newf("strata: key %q has a %s entry, which Strata cannot read", k.UserKey, kind)
 			it.valid = false
 			return
 		}
@@ -566,7 +594,12 @@ func (it *Iterator) saveSkip(key []byte) []byte {
 // the previous visible, live key, leaving the internal iterator just before
 // that key's entries.
 func (it *Iterator) findPrevUserEntry() {
+	it.merged = false
 	haveValue := false
+	// hasBase: savedValue holds the value under the operands in it.mbuf
+	// (the key's newest operands read so far, oldest first).
+	hasBase := false
+	it.mbuf.reset()
 	for it.iterValid {
 		k := it.iter.Key()
 		seq := k.SeqNum()
@@ -594,11 +627,34 @@ func (it *Iterator) findPrevUserEntry() {
 				}
 				it.savedKey = append(it.savedKey[:0], k.UserKey...)
 				it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
+				haveValue, hasBase = true, true
+				it.mbuf.reset()
+			case base.KindMerge:
+				if it.tombs.Deleted(k.UserKey, seq) {
+					haveValue = false
+					break
+				}
+				if ok, stop := it.inPrefix(k.UserKey); !ok {
+					haveValue = false
+					if stop && bytes.Compare(k.UserKey, it.prefix) < 0 {
+						it.valid = false
+						it.checkErr()
+						return
+					}
+					break
+				}
+				if !haveValue {
+					// The first live entry of this key: nothing below.
+					it.savedKey = append(it.savedKey[:0], k.UserKey...)
+					hasBase = false
+					it.mbuf.reset()
+				}
+				it.mbuf.add(it.iter.Value())
 				haveValue = true
 			case base.KindDelete, base.KindSingleDelete:
 				haveValue = false
 			default:
-				it.err = errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", k.UserKey, k.Kind())
+				it.err = errors.Newf("strata: key %q has a %s entry, which Strata cannot read", k.UserKey, k.Kind())
 				it.valid = false
 				return
 			}
@@ -614,6 +670,18 @@ func (it *Iterator) findPrevUserEntry() {
 			it.valid = false
 			return
 		}
+	}
+	if haveValue && it.mbuf.len() > 0 {
+		var existing []byte
+		if hasBase {
+			existing = nonNil(it.savedValue)
+		}
+		v, err := it.d.fullMerge(it.savedKey, existing, it.mbuf.operands(false))
+		if err != nil {
+			it.err, it.valid = err, false
+			return
+		}
+		it.savedValue = append(it.savedValue[:0], v...)
 	}
 	it.valid = haveValue
 }

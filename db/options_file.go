@@ -227,6 +227,14 @@ func (d *DB) checkOptionsFiles(nums []uint64) error {
 	if err != nil {
 		return err
 	}
+	if cf := f.section(secCF, "default"); cf != nil {
+		if v, ok := cf.values["merge_operator"]; ok {
+			d.fileMergeOperator, _ = mergeOperatorID(v)
+			if line := mergeOperatorReport(cf.title(), v, d.opts.MergeOperator); line != "" {
+				report = append(report, line)
+			}
+		}
+	}
 	d.optionsReport = report
 	return nil
 }
@@ -278,7 +286,6 @@ func checkOptionsFile(f *optionsFile, ours []optionsEntry) ([]string, error) {
 var unsupportedSettings = []struct {
 	section, arg, key, neutral, why string
 }{
-	{secCF, "default", "merge_operator", "nullptr", "merge operators are not supported: reading a key with Merge entries fails"},
 	{secCF, "default", "compaction_filter", "nullptr", "compaction filters are not supported"},
 	{secCF, "default", "compaction_filter_factory", "nullptr", "compaction filters are not supported"},
 	{secCF, "default", "enable_blob_files", "false", "blob files are not supported"},
@@ -324,7 +331,7 @@ func (d *DB) optionsEntries() []optionsEntry {
 
 	cf := func(key, value string) *optionsEntry { return add(secCF, "default", key, value) }
 	cf("comparator", base.ComparatorName)
-	cf("merge_operator", "nullptr").openOnly = true // reported by unsupportedSettings
+	cf("merge_operator", optionsMergeOperatorValue(o.MergeOperator)).openOnly = true // reported by mergeOperatorReport
 	cf("table_factory", "BlockBasedTable").openOnly = true
 	cf("write_buffer_size", itoa(d.writeBufferSize.Load()))
 	cf("max_write_buffer_number", itoa(int64(o.MaxWriteBufferNumber)))

@@ -97,7 +97,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 		}
 		if v, kind, seq, ok := m.Get(key, snap); ok {
 			r.value, r.kind, r.seq, r.found = v, kind, seq, true
-			return r.resolve(key)
+			return d.resolveGet(rs, key, snap, &r)
 		}
 	}
 	v := rs.version
@@ -109,7 +109,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			return nil, err
 		}
 		if r.found {
-			return r.resolve(key)
+			return d.resolveGet(rs, key, snap, &r)
 		}
 	}
 	for level := 1; level < version.NumLevels; level++ {
@@ -128,7 +128,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			return nil, err
 		}
 		if r.found {
-			return r.resolve(key)
+			return d.resolveGet(rs, key, snap, &r)
 		}
 	}
 	return nil, ErrNotFound
@@ -149,7 +149,16 @@ func (r *getResult) resolve(key []byte) ([]byte, error) {
 	case base.KindDelete, base.KindSingleDelete:
 		return nil, ErrNotFound
 	}
-	return nil, errors.Newf("strata: key %q has a %s entry, which needs a merge operator (unsupported)", key, r.kind)
+	return nil, errors.Newf("strata: key %q has a %s entry, which Strata cannot read", key, r.kind)
+}
+
+// resolveGet turns the version found into Get's answer, resolving merge
+// operands through an iterator.
+func (d *DB) resolveGet(rs *readState, key []byte, snap base.SeqNum, r *getResult) ([]byte, error) {
+	if r.kind == base.KindMerge && r.seq >= r.maxTomb {
+		return d.getMerged(rs, key, snap)
+	}
+	return r.resolve(key)
 }
 
 // getFromTable looks key up in one table, consulting its tombstones and then

@@ -187,22 +187,11 @@ func TestCompatLDBTinyPointReads(t *testing.T) {
 		}
 		report := d.optionsFileReport()
 		// ldb sets a merge operator and Snappy; Strata's defaults differ.
-		require.Contains(t, report, `[CFOptions "default"] merge_operator={id=StringAppendOperator;delimiter=\:;}: merge operators are not supported`)
+		require.Contains(t, report, `[CFOptions "default"] merge_operator={id=StringAppendOperator;delimiter=\:;}: no Options.MergeOperator: reading a key with merge operands fails`)
 		require.Contains(t, report, `[CFOptions "default"] compression=kSnappyCompression: Strata uses kNoCompression`)
 		require.NotContains(t, report, "write_buffer_size", "same as Strata's default")
 		require.NoError(t, d.Close())
 	}
-}
-
-// TestCompatMergeEntriesRefused: a DB with Merge entries opens, but reading
-// such a key fails clearly.
-func TestCompatMergeEntriesRefused(t *testing.T) {
-	d, err := Open(compatCopyDir(t, filepath.Join(compatFixtures, "fv5-xxh3-none-merge-hashsearch", "db")), &Options{ReadOnly: true})
-	require.NoError(t, err)
-	_, err = compatScan(t, d)
-	require.ErrorContains(t, err, "merge operator (unsupported)")
-	require.Contains(t, d.optionsFileReport(), "merge_operator={id=StringAppendOperator;delimiter=,;}")
-	require.NoError(t, d.Close())
 }
 
 // TestCompatColumnFamiliesRefused: a DB with a second column family is

@@ -34,6 +34,9 @@ func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
 	if h := d.extractor.Load(); h != nil {
 		o.PrefixExtractor = h.ext
 	}
+	if d.opts.MergeOperator != nil {
+		o.MergeOperatorName = d.opts.MergeOperator.Name()
+	}
 	return o
 }
 

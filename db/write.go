@@ -75,6 +75,9 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 	if b.err != nil {
 		return b.err
 	}
+	if b.hasMerge && d.opts.MergeOperator == nil {
+		return errMergeWithoutOperator
+	}
 	return d.write(&b.b, wo)
 }
 

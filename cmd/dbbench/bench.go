@@ -116,6 +116,10 @@ func (b *bench) spec(name string) benchSpec {
 		return benchSpec{b.readWhileWriting, false, n + 1}
 	case "compact":
 		return benchSpec{b.compact, false, n}
+	case "mergerandom":
+		return benchSpec{b.mergeRandom, false, n}
+	case "readrandommergerandom":
+		return benchSpec{b.readRandomMergeRandom, false, n}
 	}
 	return benchSpec{}
 }

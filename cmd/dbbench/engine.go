@@ -7,6 +7,8 @@ type engine interface {
 	// Write applies puts keys[i]=vals[i], or deletes keys when vals is nil,
 	// atomically. The slices may be reused once Write returns.
 	Write(keys, vals [][]byte, wo writeOpts) error
+	// Merge adds a merge operand for key.
+	Merge(key, val []byte, wo writeOpts) error
 	// Get returns the value of key and whether it exists.
 	Get(key []byte) ([]byte, bool, error)
 	// MultiGet looks up every key; found[i] reports whether keys[i] exists.

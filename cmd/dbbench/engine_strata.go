@@ -43,6 +43,9 @@ func dbOptions(c *config) *db.Options {
 	if c.prefixSize > 0 {
 		o.PrefixExtractor = prefix.Fixed(c.prefixSize)
 	}
+	if c.mergeOperator != "" {
+		o.MergeOperator = db.MergeOperatorByName(c.mergeOperator)
+	}
 	switch c.compression {
 	case "snappy":
 		o.Compression = db.SnappyCompression
@@ -89,6 +92,10 @@ func (e *strataEngine) Write(keys, vals [][]byte, wo writeOpts) error {
 		}
 	}
 	return e.d.Write(b, o)
+}
+
+func (e *strataEngine) Merge(key, val []byte, wo writeOpts) error {
+	return e.d.Merge(key, val, &db.WriteOptions{Sync: wo.sync, DisableWAL: wo.disableWAL})
 }
 
 func (e *strataEngine) Get(key []byte) ([]byte, bool, error) {

@@ -48,6 +48,18 @@ func (e *fakeEngine) Write(keys, vals [][]byte, wo writeOpts) error {
 	return nil
 }
 
+// Merge appends val to the value (the fake's merge operator).
+func (e *fakeEngine) Merge(key, val []byte, wo writeOpts) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.closed {
+		return errFakeClosed
+	}
+	e.mu.lastWO = wo
+	e.mu.m[string(key)] = append(slices.Clone(e.mu.m[string(key)]), val...)
+	return nil
+}
+
 func (e *fakeEngine) Get(key []byte) ([]byte, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/stratadb/strata/db"
 )
 
 // config holds every flag after parsing and validation. Names and defaults
@@ -63,13 +65,16 @@ type config struct {
 	reportFile         string
 	reportPlot         string // ours: SVG of throughput and p99 over time
 	cpuProfile         string // ours: write a Go CPU profile of the run
+	mergeOperator      string // db_bench's -merge_operator name ("" = none)
+	mergeKeys          int64  // < 0 = num
+	mergeReadPercent   int
 }
 
 // benchmarkNames lists every accepted -benchmarks name.
 var benchmarkNames = []string{"fillseq", "fillrandom", "overwrite", "fillsync",
 	"fillbatch", "readrandom", "readmissing", "readseq", "readreverse",
 	"seekrandom", "multireadrandom", "readwhilewriting", "deleterandom",
-	"compact", "flush", "stats"}
+	"compact", "flush", "stats", "mergerandom", "readrandommergerandom"}
 
 // newFlagSet declares every flag on a fresh FlagSet bound to c.
 func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
@@ -123,6 +128,9 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.reportIntervalSecs, "report_interval_seconds", 0, "write -report_file every N seconds; 0 = off")
 	fs.StringVar(&c.reportFile, "report_file", "report.csv", "per-interval CSV: secs_elapsed,interval_qps,p99_micros")
 	fs.StringVar(&c.reportPlot, "report_plot", "", "ours: draw throughput and p99 latency over time into this SVG")
+	fs.StringVar(&c.mergeOperator, "merge_operator", "", "merge operator: uint64add, stringappend, stringappendtest, max, put (or a RocksDB class name)")
+	fs.Int64Var(&c.mergeKeys, "merge_keys", -1, "distinct keys mergerandom and readrandommergerandom use; negative means -num")
+	fs.IntVar(&c.mergeReadPercent, "mergereadpercent", 70, "readrandommergerandom: percentage of merges (the rest are reads)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
 	return fs, benchmarks
 }
@@ -187,6 +195,8 @@ func (c *config) validate() error {
 		{c.reportIntervalSecs < 0, "-report_interval_seconds must be >= 0"},
 		{c.reportPlot != "" && c.reportIntervalSecs == 0, "-report_plot needs -report_interval_seconds > 0"},
 		{c.fifoMaxTableFilesMB > math.MaxInt64>>20, "-fifo_compaction_max_table_files_size_mb out of range"},
+		{c.mergeOperator != "" && db.MergeOperatorByName(c.mergeOperator) == nil, "-merge_operator=" + c.mergeOperator + " is not a known operator"},
+		{c.mergeReadPercent < 0 || c.mergeReadPercent > 100, "-mergereadpercent must be in [0, 100]"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -207,7 +217,8 @@ func (c *config) validate() error {
 func isWriteBenchmark(name string) bool {
 	switch name {
 	case "fillseq", "fillrandom", "overwrite", "fillsync", "fillbatch",
-		"readwhilewriting", "deleterandom", "compact", "flush":
+		"readwhilewriting", "deleterandom", "compact", "flush",
+		"mergerandom", "readrandommergerandom":
 		return true
 	}
 	return false

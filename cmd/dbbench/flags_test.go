@@ -51,7 +51,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-level0_slowdown_writes_trigger=30", "-level0_stop_writes_trigger=40",
 		"-disable_auto_compactions", "-histogram", "-statistics",
 		"-progress_reports=false", "-ops_between_duration_checks=10",
-		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg")
+		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg",
+		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
@@ -66,6 +67,7 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		l0StopTrigger: 40, disableAutoCompactions: true, histogram: true,
 		statistics: true, progressReports: false, opsBetweenChecks: 10,
 		reportIntervalSecs: 2, reportFile: "/r.csv", reportPlot: "/p.svg",
+		mergeOperator: "max", mergeKeys: 12, mergeReadPercent: 30,
 	}
 	require.Equal(t, want, *c)
 }

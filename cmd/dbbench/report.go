@@ -20,11 +20,12 @@ const (
 	opWrite
 	opDelete
 	opSeek
+	opMerge
 	opOthers
 	numOpTypes
 )
 
-var opTypeNames = [numOpTypes]string{"read", "write", "delete", "seek", "op"}
+var opTypeNames = [numOpTypes]string{"read", "write", "delete", "seek", "merge", "op"}
 
 // stats is one thread's measurements, db_bench's Stats. A thread owns its
 // stats while it runs; merge and report run after every thread finished.

@@ -173,6 +173,7 @@ type closedEngine struct{}
 var errEngineClosed = errors.New("engine closed")
 
 func (closedEngine) Write([][]byte, [][]byte, writeOpts) error { return errEngineClosed }
+func (closedEngine) Merge([]byte, []byte, writeOpts) error     { return errEngineClosed }
 func (closedEngine) Get([]byte) ([]byte, bool, error)          { return nil, false, errEngineClosed }
 func (closedEngine) MultiGet([][]byte) ([][]byte, []bool, error) {
 	return nil, nil, errEngineClosed

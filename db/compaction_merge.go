@@ -1,0 +1,218 @@
+package db
+
+import (
+	"bytes"
+
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/rangedel"
+	"github.com/stratadb/strata/iterator"
+)
+
+// compactionMerger is the garbage-collecting walk of a compaction (see the
+// rules at the top of compaction_run.go), with merge operands and single
+// deletions:
+//
+//   - the newest entry of a stripe that is a merge operand starts a stack
+//     of the stripe's operands. A stack ending on a value, a deletion or a
+//     range tombstone of the same stripe becomes one value (FullMerge over
+//     what it ended on; what lies under it in the stripe is dropped). A
+//     stack reaching the end of the key's entries at the bottommost level
+//     has nothing under it and becomes one value too. Otherwise the
+//     operands are combined by PartialMerge when the operator allows, or
+//     kept. Operands of different stripes are never combined: a snapshot
+//     between them must read the older ones alone.
+//   - with no merge operator configured, operands are kept with every
+//     version under them (what an operator would combine).
+//   - a single deletion whose next entry is a value of the same key in the
+//     same stripe drops with that value, and the entries under them are
+//     read as if the pair had never been written; otherwise it is kept
+//     (hiding the rest of its stripe), except at the bottommost level in
+//     the oldest stripe, where nothing lies below. A single deletion right
+//     under a value of the same stripe is kept (no reader sees it) outside
+//     the oldest stripe at the bottommost level: once the value's own
+//     single deletion drops with it, this one must still hide what lies
+//     below, in older stripes or lower levels.
+type compactionMerger struct {
+	d     *DB
+	out   *compactionOutputs
+	it    iterator.Iterator
+	sets  []rangedel.Set
+	snaps []base.SeqNum
+	op    MergeOperator
+
+	cur     []byte // the current user key
+	emitted bool   // an entry of cur was written
+	ops     mergeBuf
+	seqs    []base.SeqNum // of the operands in ops, newest first
+}
+
+func (m *compactionMerger) add(k base.InternalKey, value []byte) error {
+	first := !m.emitted
+	m.emitted = true
+	return m.out.add(k, value, first)
+}
+
+// covered reports whether the entry (uk, seq) of stripe is deleted by a
+// range tombstone of the same stripe.
+func (m *compactionMerger) covered(uk []byte, seq base.SeqNum, stripe int) bool {
+	return m.sets[stripe].MaxCovering(uk) > seq
+}
+
+func (m *compactionMerger) run() error {
+	it := m.it
+	started := false
+	lastStripe := -1
+	sdUnderSet := false // the previous entry written is a value of m.cur
+	bottommost := m.out.c.bottommost
+	ok := it.First()
+	for ok {
+		k := it.Key()
+		uk, seq := k.UserKey, k.SeqNum()
+		if !started || !bytes.Equal(uk, m.cur) {
+			m.cur = append(m.cur[:0], uk...)
+			started, m.emitted = true, false
+			lastStripe = -1
+		}
+		stripe := stripeOf(seq, m.snaps)
+		keepSD := sdUnderSet
+		sdUnderSet = false
+		if stripe == lastStripe {
+			if keepSD && k.Kind() == base.KindSingleDelete && !(bottommost && stripe == 0) {
+				// Shadowed, but kept: see the type's comment.
+				if err := m.add(k, nil); err != nil {
+					return err
+				}
+			}
+			ok = it.Next()
+			continue // shadowed by a newer version of the same stripe
+		}
+		if m.covered(uk, seq, stripe) {
+			lastStripe = stripe
+			ok = it.Next()
+			continue // deleted by a range tombstone of the same stripe
+		}
+		kind := k.Kind()
+		switch {
+		case kind == base.KindMerge && m.op == nil:
+			// Keep the versions under it: see the type's comment.
+			if err := m.add(k, it.Value()); err != nil {
+				return err
+			}
+			ok = it.Next()
+			continue
+		case kind == base.KindMerge:
+			lastStripe = stripe
+			var err error
+			if ok, err = m.mergeStack(stripe, bottommost); err != nil {
+				return err
+			}
+			continue
+		case kind == base.KindSingleDelete:
+			lastStripe = stripe
+			sdKey := base.MakeInternalKey(m.cur, seq, kind)
+			ok = it.Next()
+			if ok {
+				nk := it.Key()
+				if nk.Kind() == base.KindSet && bytes.Equal(nk.UserKey, m.cur) &&
+					stripeOf(nk.SeqNum(), m.snaps) == stripe && !m.covered(nk.UserKey, nk.SeqNum(), stripe) {
+					// The single deletion and its value drop together. What
+					// lies under them is read afresh: under the contract
+					// (one Put per SingleDelete) it can only be an older
+					// single deletion, which must stay in force.
+					lastStripe = -1
+					ok = it.Next()
+					continue
+				}
+			}
+			if bottommost && stripe == 0 {
+				continue
+			}
+			if err := m.add(sdKey, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		lastStripe = stripe
+		if kind == base.KindDelete && bottommost && stripe == 0 {
+			ok = it.Next()
+			continue
+		}
+		if err := m.add(k, it.Value()); err != nil {
+			return err
+		}
+		sdUnderSet = kind == base.KindSet
+		ok = it.Next()
+	}
+	return it.Error()
+}
+
+// mergeStack reads the merge operands of m.cur in stripe from the
+// iterator's position (the newest, live) and writes what replaces them. It
+// leaves the iterator on the first entry it did not consume and returns
+// whether it is positioned.
+func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error) {
+	it := m.it
+	m.ops.reset()
+	m.seqs = m.seqs[:0]
+	m.ops.add(it.Value())
+	m.seqs = append(m.seqs, it.Key().SeqNum())
+	var existing []byte
+	terminated, keyEnded := false, false
+	ok := it.Next()
+	for ok {
+		k := it.Key()
+		if !bytes.Equal(k.UserKey, m.cur) {
+			keyEnded = true
+			break
+		}
+		seq := k.SeqNum()
+		if stripeOf(seq, m.snaps) != stripe {
+			break
+		}
+		if m.covered(k.UserKey, seq, stripe) {
+			terminated = true // a deletion: nothing under the operands
+			break
+		}
+		switch k.Kind() {
+		case base.KindMerge:
+			m.ops.add(it.Value())
+			m.seqs = append(m.seqs, seq)
+			ok = it.Next()
+			continue
+		case base.KindSet:
+			existing = append([]byte{}, it.Value()...)
+		}
+		// A value, a deletion (or an entry of a kind Strata does not
+		// know): the stack ends on it; the caller skips the rest of the
+		// stripe.
+		terminated = true
+		break
+	}
+	if !ok {
+		if err := it.Error(); err != nil {
+			return false, err
+		}
+		keyEnded = true
+	}
+	newest := m.seqs[0]
+	if terminated || (keyEnded && bottommost) {
+		v, err := m.d.fullMerge(m.cur, existing, m.ops.operands(true))
+		if err != nil {
+			return false, err
+		}
+		return ok, m.add(base.MakeInternalKey(m.cur, newest, base.KindSet), v)
+	}
+	if m.ops.len() > 1 {
+		ops := m.ops.operands(true)
+		if v, merged := m.op.PartialMerge(m.cur, ops); merged {
+			return ok, m.add(base.MakeInternalKey(m.cur, newest, base.KindMerge), v)
+		}
+	}
+	ops := m.ops.operands(false)
+	for i, op := range ops {
+		if err := m.add(base.MakeInternalKey(m.cur, m.seqs[i], base.KindMerge), op); err != nil {
+			return false, err
+		}
+	}
+	return ok, nil
+}
