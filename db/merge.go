@@ -278,7 +278,7 @@ func (d *DB) tableMergeOperator() (name, file string) {
 	defer rs.unref()
 	for _, files := range rs.version.Levels {
 		for _, f := range files {
-			e, err := d.tables.acquire(f.FileNum)
+			e, err := d.tables.acquire(f)
 			if err != nil {
 				continue
 			}

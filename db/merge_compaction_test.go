@@ -18,7 +18,7 @@ func tableEntries(t *testing.T, d *DB) []string {
 	var out []string
 	for level := 0; level < version.NumLevels; level++ {
 		for _, f := range rs.version.Levels[level] {
-			e, err := d.tables.acquire(f.FileNum)
+			e, err := d.tables.acquire(f)
 			require.NoError(t, err)
 			it := e.reader.NewIter()
 			for ok := it.First(); ok; ok = it.Next() {

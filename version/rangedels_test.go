@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -52,10 +51,8 @@ func TestEdit_NumRangeDeletionsMalformed(t *testing.T) {
 // MANIFESTs written by RocksDB carry no count: every file is unknown, so a
 // reader must look into it before assuming it has no tombstones.
 func TestEdit_RocksDBManifestsRangeDelsUnknown(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/*")
-	require.NoError(t, err)
 	files := 0
-	for _, dir := range dirs {
+	for _, dir := range fixtureDirs(t) {
 		path, data := fixtureManifest(t, dir)
 		r := record.NewReader(bytes.NewReader(data), 0, path)
 		for {
