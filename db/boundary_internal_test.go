@@ -269,3 +269,47 @@ func TestBoundaryKeyLevelCompaction(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundaryKeyRocksDBFixture opens a checkpoint that RocksDB's `ldb
+// checkpoint` made after its background compaction had run (see the
+// fixture's COMMAND.txt): its L1 files 000018 and 000013 share the boundary
+// user key "banana". Before Strata accepted such levels, Open refused it,
+// and TestCheckpointOfRocksDBCheckpoint failed whenever the compaction won
+// the race.
+func TestBoundaryKeyRocksDBFixture(t *testing.T) {
+	const fixture = "ldb-tiny-shared-boundary"
+	dir := compatCopyDir(t, filepath.Join(compatFixtures, fixture, "db"))
+	d, err := Open(dir, &Options{DisableAutoCompactions: true})
+	require.NoError(t, err)
+	rs := d.loadReadState()
+	l1 := rs.version.Levels[1]
+	shared := false
+	for i := 1; i < len(l1); i++ {
+		if string(l1[i-1].Largest.UserKey) == "banana" && string(l1[i].Smallest.UserKey) == "banana" {
+			shared = true
+		}
+	}
+	rs.unref()
+	require.True(t, shared, "the fixture no longer has two L1 files sharing \"banana\"")
+	// The deletion (seq 8, in 000018) hides the value of seq 2 (in 000013).
+	_, err = d.Get([]byte("banana"), nil)
+	require.True(t, errors.Is(err, ErrNotFound), "%v", err)
+	v, err := d.Get([]byte("banana"), &ReadOptions{Snapshot: &Snapshot{db: d, seq: 8}})
+	require.NoError(t, err)
+	require.Equal(t, "yellow", string(v))
+	require.NoError(t, d.Close())
+
+	entries, sum := compatExpected(t, fixture)
+	got := ckptScan(t, vfs.Default, compatCopyDir(t, filepath.Join(compatFixtures, fixture, "db")))
+	require.Equal(t, sum, compatSHA(got))
+	require.Equal(t, entries, len(splitLines(got)))
+
+	// A compaction of L1 takes both files and keeps the contents.
+	d, err = Open(dir, &Options{DisableAutoCompactions: true})
+	require.NoError(t, err)
+	require.NoError(t, d.CompactRange([]byte("grape"), []byte("grape")))
+	got, err = compatScan(t, d)
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	require.Equal(t, sum, compatSHA(got))
+}
