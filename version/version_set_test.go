@@ -300,7 +300,10 @@ func TestLogAndApply_Errors(t *testing.T) {
 
 	bad := []*Edit{
 		{NewFiles: []NewFileEntry{{1, meta(n1, "c", "e", 2)}}},
-		{NewFiles: []NewFileEntry{{1, meta(n2, "a", "b", 2)}}},
+		{NewFiles: []NewFileEntry{{1, meta(n2, "a", "c", 2)}}},
+		// b#0 sorts after the existing file's smallest b#1: the
+		// internal-key ranges overlap at the shared user key.
+		{NewFiles: []NewFileEntry{{1, meta(n2, "a", "b", 0)}}},
 		{NewFiles: []NewFileEntry{{2, meta(num, "x", "y", 2)}}},
 		{DeletedFiles: []DeletedFileEntry{{2, num}}},
 		{DeletedFiles: []DeletedFileEntry{{1, 999}}},
