@@ -121,14 +121,20 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			// anywhere in the level, is in the next file.
 			i++
 		}
-		if i >= len(files) || !containsUserKey(files[i], key) {
-			continue
-		}
-		if err := d.getFromTable(files[i], key, snap, h, &r); err != nil {
-			return nil, err
-		}
-		if r.found {
-			return d.resolveGet(rs, key, snap, &r)
+		// Adjacent files may share a boundary user key (RocksDB writes such
+		// levels): the first holds its newer versions, the next ones the
+		// older, so a read at an older snapshot may find nothing visible
+		// in the first and must go on.
+		for ; i < len(files) && containsUserKey(files[i], key); i++ {
+			if err := d.getFromTable(files[i], key, snap, h, &r); err != nil {
+				return nil, err
+			}
+			if r.found {
+				return d.resolveGet(rs, key, snap, &r)
+			}
+			if base.CompareUser(files[i].Largest.UserKey, key) != 0 {
+				break
+			}
 		}
 	}
 	return nil, ErrNotFound

@@ -3,6 +3,8 @@ package version
 import (
 	"bytes"
 	"sort"
+
+	"github.com/stratadb/strata/internal/base"
 )
 
 // PickerOptions are the knobs of leveled compaction picking. The db fills
@@ -178,7 +180,11 @@ func (v *Version) pickLevel(level int, busy Busy, cursor []byte) *Pick {
 		return cands[i].after && !cands[j].after
 	})
 	for _, c := range cands {
-		if p := v.expand(level, level+1, []*FileMetadata{c.f}, busy); p != nil {
+		inputs := v.AddBoundaryInputs(level, []*FileMetadata{c.f})
+		if anyCompacting(inputs) {
+			continue
+		}
+		if p := v.expand(level, level+1, inputs, busy); p != nil {
 			return p
 		}
 	}
@@ -190,7 +196,7 @@ func (v *Version) pickLevel(level int, busy Busy, cursor []byte) *Pick {
 // compacting and that no in-flight compaction writes into the range.
 func (v *Version) expand(level, out int, inputs []*FileMetadata, busy Busy) *Pick {
 	smallest, largest := userRange(inputs)
-	next := v.OverlapsRange(out, smallest, largest)
+	next := v.AddBoundaryInputs(out, v.OverlapsRange(out, smallest, largest))
 	if anyCompacting(next) {
 		return nil
 	}
@@ -222,7 +228,7 @@ func (v *Version) PickRange(level, out int, start, end []byte) *Pick {
 		}
 		inputs = append(inputs, v.Levels[0]...)
 	} else {
-		inputs = v.OverlapsRange(level, start, end)
+		inputs = v.AddBoundaryInputs(level, v.OverlapsRange(level, start, end))
 	}
 	if len(inputs) == 0 || anyCompacting(inputs) {
 		return nil
@@ -232,6 +238,45 @@ func (v *Version) PickRange(level, out int, start, end []byte) *Pick {
 		p.Grandparents = v.OverlapsRange(out+1, p.Smallest, p.Largest)
 	}
 	return p
+}
+
+// AddBoundaryInputs returns inputs, a run of consecutive files of level,
+// widened by the neighbours that share a boundary user key with it (in
+// RocksDB's terms, expanded to a clean cut). A compaction that took one
+// file of such a pair without the other would move some versions of the
+// shared key to the next level while older or newer ones stayed, and could
+// leave an older version above a newer one. L0 inputs (and an empty run)
+// are returned as they are; otherwise the result is a new slice or inputs
+// itself when nothing is added.
+func (v *Version) AddBoundaryInputs(level int, inputs []*FileMetadata) []*FileMetadata {
+	if level == 0 || len(inputs) == 0 {
+		return inputs
+	}
+	files := v.Levels[level]
+	lo := sort.Search(len(files), func(i int) bool {
+		return base.InternalCompare(files[i].Smallest, inputs[0].Smallest) >= 0
+	})
+	hi := lo + len(inputs) - 1
+	if hi >= len(files) || files[lo] != inputs[0] || files[hi] != inputs[len(inputs)-1] {
+		panic(base.AssertionFailedf("version: L%d compaction inputs are not a run of the level", level))
+	}
+	for lo > 0 && sharesBoundary(files[lo-1], files[lo]) {
+		lo--
+	}
+	for hi+1 < len(files) && sharesBoundary(files[hi], files[hi+1]) {
+		hi++
+	}
+	if hi-lo+1 == len(inputs) {
+		return inputs
+	}
+	return append([]*FileMetadata(nil), files[lo:hi+1]...)
+}
+
+// sharesBoundary reports whether adjacent files a and b of a level both hold
+// versions of one user key: a's largest user key is b's smallest, and a's
+// largest is a real key, not a range-deletion sentinel (an exclusive bound).
+func sharesBoundary(a, b *FileMetadata) bool {
+	return !IsSentinel(a.Largest) && bytes.Equal(a.Largest.UserKey, b.Smallest.UserKey)
 }
 
 // OverlapsRange is Overlaps with nil meaning unbounded on either side. The

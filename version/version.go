@@ -16,9 +16,12 @@ import (
 //   - L0 is ordered newest first: by LargestSeq descending, then FileNum
 //     descending. L0 files may overlap.
 //   - Each level Ln, n >= 1, is sorted by Smallest and its files do not
-//     overlap in user keys: a file's Largest user key is below the next
-//     file's Smallest user key, except that a range-deletion sentinel
-//     Largest (an exclusive bound) may equal it.
+//     overlap in internal-key order: a file's Largest sorts before the next
+//     file's Smallest. Two adjacent files may share a boundary user key
+//     (RocksDB and LevelDB write such levels): the newer versions of that
+//     key are in the first file, the older ones in the second. A
+//     range-deletion sentinel Largest (an exclusive bound) may equal the
+//     next file's Smallest user key.
 //   - A file number appears at most once in a Version.
 //
 // Reference counting: a Version stays in its VersionSet's list of live
@@ -77,7 +80,9 @@ func (v *Version) AddLiveFileNums(m map[uint64]struct{}) {
 }
 
 // FindFile returns the index of the first file of level (n >= 1) whose
-// Largest user key is >= ukey, or NumFiles(level) if there is none.
+// Largest user key is >= ukey, or NumFiles(level) if there is none. When
+// ukey is a boundary user key shared by adjacent files, the following
+// files may hold older versions of ukey too.
 func (v *Version) FindFile(level int, ukey []byte) int {
 	files := v.Levels[level]
 	return sort.Search(len(files), func(i int) bool {
@@ -151,8 +156,8 @@ func checkPair(level int, prev, f *FileMetadata) error {
 		}
 		return nil
 	}
-	c := bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey)
-	if c < 0 || (c == 0 && IsSentinel(prev.Largest)) {
+	if base.InternalCompare(prev.Largest, f.Smallest) < 0 ||
+		(IsSentinel(prev.Largest) && bytes.Equal(prev.Largest.UserKey, f.Smallest.UserKey)) {
 		return nil
 	}
 	return base.AssertionFailedf("version: L%d files %s and %s overlap or are out of order", level, prev, f)

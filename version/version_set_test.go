@@ -300,7 +300,10 @@ func TestLogAndApply_Errors(t *testing.T) {
 
 	bad := []*Edit{
 		{NewFiles: []NewFileEntry{{1, meta(n1, "c", "e", 2)}}},
-		{NewFiles: []NewFileEntry{{1, meta(n2, "a", "b", 2)}}},
+		{NewFiles: []NewFileEntry{{1, meta(n2, "a", "c", 2)}}},
+		// b#0 sorts after the existing file's smallest b#1: the
+		// internal-key ranges overlap at the shared user key.
+		{NewFiles: []NewFileEntry{{1, meta(n2, "a", "b", 0)}}},
 		{NewFiles: []NewFileEntry{{2, meta(num, "x", "y", 2)}}},
 		{DeletedFiles: []DeletedFileEntry{{2, num}}},
 		{DeletedFiles: []DeletedFileEntry{{1, 999}}},
@@ -364,4 +367,92 @@ func TestVersion_OverlapsAndFindFile(t *testing.T) {
 
 	v.Levels[0][0], v.Levels[0][1] = v.Levels[0][1], v.Levels[0][0]
 	require.Error(t, v.CheckOrdering())
+}
+
+// boundaryMeta is a file of keys smallest#sseq .. largest#lseq.
+func boundaryMeta(num uint64, smallest string, sseq base.SeqNum, largest string, lseq base.SeqNum) *FileMetadata {
+	return &FileMetadata{FileNum: num, Size: 100, Smallest: ikey(smallest, sseq), Largest: ikey(largest, lseq),
+		SmallestSeq: min(sseq, lseq), LargestSeq: max(sseq, lseq)}
+}
+
+func fileNums(fs []*FileMetadata) []uint64 {
+	var out []uint64
+	for _, f := range fs {
+		out = append(out, f.FileNum)
+	}
+	return out
+}
+
+// TestVersion_SharedBoundaryUserKey: adjacent files of a level may share a
+// boundary user key when their internal-key ranges do not overlap (RocksDB
+// writes such levels); they may not when they do.
+func TestVersion_SharedBoundaryUserKey(t *testing.T) {
+	v := &Version{}
+	v.Levels[1] = []*FileMetadata{
+		boundaryMeta(1, "a", 5, "c", 9),
+		boundaryMeta(2, "c", 8, "c", 7),
+		boundaryMeta(3, "c", 3, "e", 3),
+		boundaryMeta(4, "f", 3, "g", 3),
+	}
+	require.NoError(t, v.CheckOrdering())
+	require.Equal(t, 0, v.FindFile(1, []byte("c")))
+	require.Equal(t, []uint64{1, 2, 3}, fileNums(v.Overlaps(1, []byte("c"), []byte("c"))))
+
+	// Same user key, but file 3 now holds a newer version than file 2's
+	// last: the internal-key ranges overlap.
+	bad := &Version{}
+	bad.Levels[1] = []*FileMetadata{boundaryMeta(1, "a", 5, "c", 7), boundaryMeta(2, "c", 8, "e", 3)}
+	require.Error(t, bad.CheckOrdering())
+	// Same internal key at the boundary.
+	bad.Levels[1] = []*FileMetadata{boundaryMeta(1, "a", 5, "c", 7), boundaryMeta(2, "c", 7, "e", 3)}
+	require.Error(t, bad.CheckOrdering())
+
+	// Each of the three files holding "c" brings the other two into a
+	// compaction; file 4 stays out.
+	for _, i := range []int{0, 1, 2} {
+		require.Equal(t, []uint64{1, 2, 3}, fileNums(v.AddBoundaryInputs(1, v.Levels[1][i:i+1])), "file %d", i+1)
+	}
+	require.Equal(t, []uint64{4}, fileNums(v.AddBoundaryInputs(1, v.Levels[1][3:4])))
+	p := v.PickRange(1, 2, []byte("a"), []byte("b"))
+	require.NotNil(t, p)
+	require.Equal(t, []uint64{1, 2, 3}, fileNums(p.Inputs[0]))
+	require.Equal(t, []byte("e"), p.Largest)
+
+	// The automatic picker, whichever file it chooses, takes all three;
+	// with one of them compacting it takes none of them.
+	o := PickerOptions{L0Trigger: 4, BaseBytes: 1, Multiplier: 10}
+	for _, f := range v.Levels[1] {
+		f.Compacting = f.FileNum != 1 && f.FileNum != 2 && f.FileNum != 3
+	}
+	p = v.PickLeveled(o, nil, &[NumLevels][]byte{})
+	require.NotNil(t, p)
+	require.Equal(t, []uint64{1, 2, 3}, fileNums(p.Inputs[0]))
+	v.Levels[1][1].Compacting, v.Levels[1][3].Compacting = true, false
+	p = v.PickLeveled(o, nil, &[NumLevels][]byte{})
+	require.NotNil(t, p)
+	require.Equal(t, []uint64{4}, fileNums(p.Inputs[0]))
+
+	// In the output level too: an L0 file touching only file 3 brings in
+	// files 1 and 2.
+	for _, f := range v.Levels[1] {
+		f.Compacting = false
+	}
+	v.Levels[0] = []*FileMetadata{boundaryMeta(9, "d", 20, "d", 20)}
+	p = v.PickRange(0, 1, nil, nil)
+	require.NotNil(t, p)
+	require.Equal(t, []uint64{1, 2, 3}, fileNums(p.Inputs[1]))
+	require.Equal(t, []byte("a"), p.Smallest)
+}
+
+// TestVersion_SentinelBoundaryIsNotShared: a file ending in a range-deletion
+// sentinel at the next file's smallest user key holds no version of it, so
+// a compaction of one does not need the other.
+func TestVersion_SentinelBoundaryIsNotShared(t *testing.T) {
+	v := &Version{}
+	a := boundaryMeta(1, "a", 5, "c", 0)
+	a.Largest = base.MakeInternalKey([]byte("c"), base.MaxSeqNum, base.KindRangeDelete)
+	v.Levels[1] = []*FileMetadata{a, boundaryMeta(2, "c", 8, "e", 3)}
+	require.NoError(t, v.CheckOrdering())
+	require.Equal(t, []uint64{1}, fileNums(v.AddBoundaryInputs(1, v.Levels[1][:1])))
+	require.Equal(t, []uint64{2}, fileNums(v.AddBoundaryInputs(1, v.Levels[1][1:])))
 }
