@@ -31,6 +31,7 @@ var layer = map[string]int{
 	"internal/rangedel":    1,
 	"internal/record":      1,
 	"internal/batch":       1,
+	"internal/optionsfile": 1,
 	"internal/vfs/errorfs": 1,
 	"iterator":             1,
 	"internal/memtable":    2,
