@@ -75,10 +75,6 @@ type DB struct {
 	// used concurrently), runs in every read between loading the read view
 	// and loading the sequence number (see readState).
 	testingBetweenViewAndSeq func()
-	// testingCompareNamesAlways disables the known-good pointer check in
-	// prefixFilterUsable, reproducing the per-call Name comparison that
-	// RocksDB PR 9407 removed. Benchmarks only.
-	testingCompareNamesAlways bool
 
 	mu struct {
 		sync.Mutex
