@@ -78,7 +78,7 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.mu.cond.L = &d.mu.Mutex
 	d.mu.pendingOutputs = make(map[uint64]struct{})
 	d.writeBufferSize.Store(int64(o.WriteBufferSize))
-	d.disableAutoCompactions.Store(o.DisableAutoCompactions)
+	d.comp.disableAuto.Store(o.DisableAutoCompactions)
 	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
 	d.cache = cache.New(o.BlockCacheSize)
 	d.tables = newTableCache(d, o.MaxOpenFiles)

@@ -117,7 +117,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 		f, s := optionsfile.ParseNested(file), optionsfile.ParseNested(ours)
 		return f["allow_compaction"] == s["allow_compaction"] && f["max_table_files_size"] == s["max_table_files_size"]
 	}
-	cf("disable_auto_compactions", strconv.FormatBool(d.disableAutoCompactions.Load()))
+	cf("disable_auto_compactions", strconv.FormatBool(d.comp.disableAuto.Load()))
 	cf("level0_file_num_compaction_trigger", itoa(int64(o.Level0FileNumCompactionTrigger)))
 	cf("level0_slowdown_writes_trigger", itoa(int64(o.Level0SlowdownWritesTrigger)))
 	cf("level0_stop_writes_trigger", itoa(int64(o.Level0StopWritesTrigger)))
