@@ -8,8 +8,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/optionsfile"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/version"
 )
 
 // checkpointTempSuffix names the staging directory a checkpoint is built in

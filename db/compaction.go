@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/killpoint"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // Compaction: scheduling, manual compaction and the lifecycle of one

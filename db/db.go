@@ -16,8 +16,8 @@ import (
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/version"
 )
 
 // DB is an open database.

@@ -13,7 +13,7 @@ import (
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/record"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // dirListing is the database directory, listed once at Open and parsed

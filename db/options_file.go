@@ -27,7 +27,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/optionsfile"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // PropOptionsFileReport names the property that lists, one per line, the

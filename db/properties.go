@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // Property names understood by GetProperty. The "rocksdb." ones mean what

@@ -18,8 +18,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/prefix"
-	"github.com/stratadb/strata/version"
 	"github.com/stretchr/testify/require"
 )
 

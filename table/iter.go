@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/internal/iterator"
 )
 
 // Iter walks a table's point entries in internal-key order; it implements

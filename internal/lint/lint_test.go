@@ -33,10 +33,10 @@ var layer = map[string]int{
 	"internal/batch":       1,
 	"internal/optionsfile": 1,
 	"internal/vfs/errorfs": 1,
-	"iterator":             1,
+	"internal/iterator":    1,
 	"internal/memtable":    2,
 	"table":                2,
-	"version":              2,
+	"internal/version":     2,
 	"db":                   3,
 	"internal/testutil":    4, // test-only helpers
 	"cmd/dbbench":          5,
