@@ -11,7 +11,7 @@ import (
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/table"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stretchr/testify/require"
 )
 

@@ -7,8 +7,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/optionsfile"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/version"
 )
 
 // checkpointTempSuffix names the staging directory a checkpoint is built in
@@ -84,7 +85,7 @@ func (d *DB) Checkpoint(dir string) (err error) {
 		LastSequence:  vs.LastSeq(),
 	}
 	nextNum := vs.PeekNextFileNum()
-	options := renderOptionsFile(d.optionsEntries())
+	options := optionsfile.Render(d.optionsEntries())
 	d.mu.Unlock()
 	// Tables v alone keeps become obsolete at the next flush, compaction or
 	// Close, as for any released version.

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/killpoint"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // Compaction: scheduling, manual compaction and the lifecycle of one
@@ -24,21 +24,35 @@ import (
 // range of an in-flight compaction writing into the same output level, so
 // concurrent compactions produce non-overlapping files.
 
-// compactionState is the compaction part of DB.
+// compactionState is all of DB's compaction scheduling state, grouped by
+// what guards it. (The Compacting flag of each input file, in
+// version.FileMetadata, is guarded by DB.mu as well.)
 type compactionState struct {
-	// Mutable options set through SetOptions; 0 means "as in d.opts".
+	// Mutable options (SetOptions): atomics read without a lock, stored by
+	// Open before the DB is shared and then only by SetOptions, under
+	// DB.setOptionsMu. For the integers, 0 means "as in d.opts".
+	disableAuto                   atomic.Bool
 	l0Trigger, l0Slowdown, l0Stop atomic.Int64
 	targetFileSize, maxBytesBase  atomic.Int64
 	multiplierBits                atomic.Uint64 // math.Float64bits; 0 = unset
 	maxBackgroundJobs             atomic.Int64
 
-	// manualMu makes CompactRange calls run one at a time.
+	// manualMu makes CompactRange calls run one at a time; it is taken
+	// before DB.mu, never while holding it.
 	manualMu sync.Mutex
 
-	// Guarded by DB.mu: the compactions running, and per level the largest
-	// user key of the last file picked (the round-robin cursor).
+	// The rest is guarded by DB.mu.
+
+	// inflight are the compactions running, automatic and manual, in start
+	// order: len(inflight) is the number running. Their input files are
+	// marked Compacting.
 	inflight []*compaction
-	cursor   [version.NumLevels][]byte
+	// manual counts CompactRange calls under way; while it is positive no
+	// automatic compaction starts.
+	manual int
+	// cursor holds, per level, the largest user key of the last file picked
+	// there (the round-robin cursor of the leveled picker).
+	cursor [version.NumLevels][]byte
 }
 
 type compactionKind int
@@ -130,10 +144,10 @@ func (d *DB) pendingCompactionBytesLocked() uint64 {
 // are due and job slots are free. d.mu must be held.
 func (d *DB) maybeScheduleCompactionLocked() {
 	if d.opts.ReadOnly || d.mu.versions == nil || d.mu.closing || d.mu.bgErr != nil ||
-		d.mu.manualCompactions > 0 || d.disableAutoCompactions.Load() {
+		d.comp.manual > 0 || d.comp.disableAuto.Load() {
 		return
 	}
-	for d.mu.compacting < d.maxCompactions() {
+	for len(d.comp.inflight) < d.maxCompactions() {
 		c := d.pickAutoLocked()
 		if c == nil {
 			return
@@ -220,7 +234,6 @@ func (d *DB) newCompaction(v *version.Version, p *version.Pick, manual bool) *co
 func (d *DB) startCompactionLocked(c *compaction) {
 	d.setCompactingLocked(c, true)
 	d.comp.inflight = append(d.comp.inflight, c)
-	d.mu.compacting++
 }
 
 func (d *DB) setCompactingLocked(c *compaction, on bool) {
@@ -244,7 +257,6 @@ func (d *DB) runCompactionLocked(c *compaction) error {
 			break
 		}
 	}
-	d.mu.compacting--
 	if err != nil && !errors.Is(err, errCompactionAborted) && d.mu.bgErr == nil {
 		d.mu.bgErr = err
 	}
@@ -347,12 +359,12 @@ func (d *DB) CompactRange(start, end []byte) error {
 	defer d.comp.manualMu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.mu.manualCompactions++
+	d.comp.manual++
 	defer func() {
-		d.mu.manualCompactions--
+		d.comp.manual--
 		d.maybeScheduleCompactionLocked()
 	}()
-	for d.mu.compacting > 0 {
+	for len(d.comp.inflight) > 0 {
 		if d.mu.closing {
 			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
 		}
@@ -416,7 +428,7 @@ const (
 // stalls on them, and neither does a DB whose automatic compactions are
 // disabled (nothing would end the stall). d.mu must be held.
 func (d *DB) writeStallLocked() writeStall {
-	if d.opts.CompactionStyle != LevelCompaction || d.disableAutoCompactions.Load() {
+	if d.opts.CompactionStyle != LevelCompaction || d.comp.disableAuto.Load() {
 		return stallNone
 	}
 	l0 := d.l0CountLocked()

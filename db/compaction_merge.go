@@ -5,7 +5,7 @@ import (
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/rangedel"
-	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/internal/iterator"
 )
 
 // compactionMerger is the garbage-collecting walk of a compaction (see the

@@ -6,11 +6,11 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/rangedel"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/iterator"
 	"github.com/stratadb/strata/table"
-	"github.com/stratadb/strata/version"
 )
 
 // Garbage collection during a merge. Live snapshots s1 < s2 < … < sk

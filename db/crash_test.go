@@ -28,10 +28,19 @@ const (
 
 // TestMain runs the crash test's child workload instead of the tests when
 // the test binary is re-executed as that child.
+//
+// A build tagged strata_noprefixcheck (unsafe: prefix filters are used with
+// no compatibility check) runs benchmarks only.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildDirEnv); dir != "" {
 		flag.Parse()
 		os.Exit(crashChild(dir))
+	}
+	if db.PrefixCheckSkipped {
+		flag.Parse()
+		if err := flag.Set("test.run", "^$"); err != nil {
+			panic(err)
+		}
 	}
 	os.Exit(m.Run())
 }

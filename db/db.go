@@ -16,8 +16,8 @@ import (
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/version"
 )
 
 // DB is an open database.
@@ -46,9 +46,9 @@ type DB struct {
 	visibleSeq atomic.Uint64
 
 	// Mutable options (SetOptions), read without locks.
-	writeBufferSize        atomic.Int64
-	disableAutoCompactions atomic.Bool
-	extractor              atomic.Pointer[extractorHandle]
+	// (The compaction options are in comp.)
+	writeBufferSize atomic.Int64
+	extractor       atomic.Pointer[extractorHandle]
 	// iterCache holds the state of the last closed iterator, for reuse by
 	// the next NewIterator over the same read view (see iterState).
 	iterCache atomic.Pointer[iterState]
@@ -63,7 +63,8 @@ type DB struct {
 
 	stats dbStats
 
-	// comp is the compaction state (compaction.go).
+	// comp is the compaction scheduling state (compaction.go); part of it
+	// is guarded by mu, as its comments say.
 	comp compactionState
 
 	// identity is the IDENTITY file's database id.
@@ -79,10 +80,6 @@ type DB struct {
 	// used concurrently), runs in every read between loading the read view
 	// and loading the sequence number (see readState).
 	testingBetweenViewAndSeq func()
-	// testingCompareNamesAlways disables the known-good pointer check in
-	// prefixFilterUsable, reproducing the per-call Name comparison that
-	// RocksDB PR 9407 removed. Benchmarks only.
-	testingCompareNamesAlways bool
 
 	mu struct {
 		sync.Mutex
@@ -102,14 +99,12 @@ type DB struct {
 		snapshots snapshotList
 		// bgErr, once set, stops all writes: the DB is read-only until
 		// reopened.
-		bgErr      error
-		flushing   bool
-		compacting int
-		// compactions running, by level, to keep them disjoint
-		compactingLevels  [version.NumLevels]bool
-		manualCompactions int
-		closing           bool
-		bgWG              sync.WaitGroup
+		bgErr error
+		// flushing: a flush is running (one at a time). The compaction
+		// state guarded by mu is in DB.comp.
+		flushing bool
+		closing  bool
+		bgWG     sync.WaitGroup
 		// pendingOutputs are file numbers being written; the obsolete-file
 		// sweep never deletes them.
 		pendingOutputs map[uint64]struct{}

@@ -17,13 +17,24 @@ import (
 // number. Set it before the DB is used concurrently.
 func SetBetweenViewAndSeqHook(d *DB, f func()) { d.testingBetweenViewAndSeq = f }
 
-// SetCompareNamesAlways makes every prefix-filter check compare extractor
-// Names (the per-call comparison RocksDB PR 9407 removed).
-func SetCompareNamesAlways(d *DB, on bool) { d.testingCompareNamesAlways = on }
+// PrefixCheckSkipped reports a build tagged strata_noprefixcheck, in which
+// prefix-filter checks always answer "usable" (benchmark floor only).
+const PrefixCheckSkipped = skipPrefixCheck
 
-// SetSkipPrefixCheck makes every prefix-filter check answer "usable" with
-// no check at all, in every DB of the process. Benchmarks only.
-func SetSkipPrefixCheck(on bool) { testingSkipPrefixCheck.Store(on) }
+// NewPrefixHandleRotator returns a function that installs, alternately, one
+// of two handles wrapping d's current extractor (same Name, distinct
+// identity). Called before every NewIterator, it makes every prefix-filter
+// check miss the known-good pointer and compare Names: the per-call
+// comparison RocksDB PR 9407 removed, reproduced with no knob in d.
+func NewPrefixHandleRotator(d *DB) func() {
+	ext := d.extractor.Load().ext
+	hs := [2]*extractorHandle{newExtractorHandle(ext), newExtractorHandle(ext)}
+	i := 0
+	return func() {
+		i ^= 1
+		d.extractor.Store(hs[i])
+	}
+}
 
 // SwapPrefixExtractor installs e as the current extractor in a new handle,
 // even when its Name is the one in force (SetOptions would keep the current
@@ -68,6 +79,21 @@ func NewPrefixCheck(d *DB) func() bool {
 	e := &tableEntry{prefixName: h.name}
 	e.knownGood.Store(h)
 	return func() bool { return d.prefixFilterUsable(e, d.extractor.Load()) }
+}
+
+// NewPrefixCheckAlternating is NewPrefixCheck with the current extractor
+// wrapped in two handles passed alternately, so that every check misses the
+// known-good pointer and compares Names (the regression of RocksDB PR 9407).
+func NewPrefixCheckAlternating(d *DB) func() bool {
+	ext := d.extractor.Load().ext
+	hs := [2]*extractorHandle{newExtractorHandle(ext), newExtractorHandle(ext)}
+	e := &tableEntry{prefixName: hs[0].name}
+	e.knownGood.Store(hs[0])
+	i := 0
+	return func() bool {
+		i ^= 1
+		return d.prefixFilterUsable(e, hs[i])
+	}
 }
 
 // IsClosing reports whether Close has begun refusing new work (d.mu.closing).

@@ -1,16 +1,6 @@
 package db
 
-import (
-	"sync/atomic"
-
-	"github.com/stratadb/strata/prefix"
-)
-
-// testingSkipPrefixCheck makes prefixFilterUsable trust every non-nil
-// handle, with no check and no counter: the floor the fast path is measured
-// against. Benchmarks only (it is wrong for tables built with another
-// extractor); set through export_test.go.
-var testingSkipPrefixCheck atomic.Bool
+import "github.com/stratadb/strata/prefix"
 
 // extractorHandle wraps the user's prefix extractor once, at Open or
 // SetOptions, so that its identity is a pointer even when the user's type is
@@ -39,10 +29,10 @@ func (d *DB) prefixFilterUsable(e *tableEntry, h *extractorHandle) bool {
 	if h == nil {
 		return false
 	}
-	if testingSkipPrefixCheck.Load() {
+	if skipPrefixCheck { // a constant: compiled away unless built with the tag
 		return true
 	}
-	if !d.testingCompareNamesAlways && e.knownGood.Load() == h {
+	if e.knownGood.Load() == h {
 		d.stats.prefixFastPath.Add(1)
 		return true
 	}

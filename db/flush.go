@@ -8,7 +8,7 @@ import (
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // newMemTable makes a memtable whose arena holds at least need bytes. Open,

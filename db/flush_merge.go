@@ -5,7 +5,7 @@ import (
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/memtable"
-	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/internal/iterator"
 )
 
 // flushMergeIter combines merge operands while a memtable is flushed, as

@@ -8,9 +8,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/table"
-	"github.com/stratadb/strata/version"
 )
 
 // IngestOptions configure DB.Ingest. The zero value (or nil) is the

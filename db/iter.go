@@ -6,8 +6,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
+	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/rangedel"
-	"github.com/stratadb/strata/iterator"
 )
 
 type direction int8

@@ -4,9 +4,9 @@ import (
 	"sync"
 
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/internal/iterator"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/table"
-	"github.com/stratadb/strata/version"
 )
 
 // newLevelIter returns a lazily opening iterator over sorted, non-overlapping

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/batch"
+	"github.com/stratadb/strata/internal/optionsfile"
 )
 
 // MergeOperator combines the merge operands written with DB.Merge into a
@@ -202,7 +203,7 @@ func MergeOperatorByName(name string) MergeOperator {
 func mergeOperatorID(v string) (id, delim string) {
 	delim = ","
 	if strings.HasPrefix(v, "{") {
-		m := parseNested(v)
+		m := optionsfile.ParseNested(v)
 		id = m["id"]
 		if d, ok := m["delimiter"]; ok {
 			delim = unescapeOptionValue(d)

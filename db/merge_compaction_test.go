@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stretchr/testify/require"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/record"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // dirListing is the database directory, listed once at Open and parsed
@@ -79,7 +79,7 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.mu.cond.L = &d.mu.Mutex
 	d.mu.pendingOutputs = make(map[uint64]struct{})
 	d.writeBufferSize.Store(int64(o.WriteBufferSize))
-	d.disableAutoCompactions.Store(o.DisableAutoCompactions)
+	d.comp.disableAuto.Store(o.DisableAutoCompactions)
 	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
 	d.cache = cache.New(o.BlockCacheSize)
 	d.tables = newTableCache(d, o.MaxOpenFiles)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/version"
 	"github.com/stretchr/testify/require"
 )
 

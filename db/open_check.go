@@ -3,7 +3,7 @@ package db
 import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // checkTables verifies, as RocksDB's paranoid checks do at recovery, that

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/optionsfile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +24,7 @@ import (
 func FuzzParseOptionsFile(f *testing.F) {
 	d := &DB{opts: (*Options)(nil).withDefaults()}
 	ours := d.optionsEntries()
-	f.Add(renderOptionsFile(ours))
+	f.Add(optionsfile.Render(ours))
 	for _, name := range []string{"fv5-xxh3-snappy-bloom10", "ldb-cf"} {
 		paths, err := filepath.Glob(filepath.Join("testdata", "rocksdb", name, "db", "OPTIONS-*"))
 		require.NoError(f, err)
@@ -36,18 +37,18 @@ func FuzzParseOptionsFile(f *testing.F) {
 	f.Add([]byte("[Version]\nrocksdb_version=7.8.3\noptions_file_version=1.1\n[DBOptions]\n" +
 		"[CFOptions \"default\"]\n  comparator=leveldb.BytewiseComparator # c\nx=a\\#b\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := parseOptionsFile("OPTIONS-000001", data)
+		pf, err := optionsfile.Parse("OPTIONS-000001", data)
 		if err != nil {
 			require.True(t, errors.Is(err, ErrCorruption), "unexpected error class: %v", err)
 			return
 		}
-		for _, s := range pf.sections {
-			require.Equal(t, len(s.keys), len(s.values), "section %s", s.title())
+		for _, s := range pf.Sections {
+			require.Equal(t, len(s.Keys), len(s.Values), "section %s", s.Title())
 		}
-		again, err := parseOptionsFile("OPTIONS-000001", renderParsed(pf))
+		again, err := optionsfile.Parse("OPTIONS-000001", renderParsed(pf))
 		require.NoError(t, err, "a parsed file written out again does not parse")
 		require.Equal(t, pf, again)
-		if _, err := checkOptionsFile(pf, ours); err != nil {
+		if _, err := optionsfile.Check(pf, ours); err != nil {
 			require.True(t, errors.Is(err, ErrInvalidArgument), "unexpected error class: %v", err)
 		}
 	})
@@ -55,16 +56,16 @@ func FuzzParseOptionsFile(f *testing.F) {
 
 // renderParsed writes a parsed OPTIONS file out again, section by section
 // and key by key in file order.
-func renderParsed(pf *optionsFile) []byte {
+func renderParsed(pf *optionsfile.File) []byte {
 	var b bytes.Buffer
-	for _, s := range pf.sections {
-		b.WriteString("[" + s.name)
-		if s.arg != "" {
-			b.WriteString(" \"" + s.arg + "\"")
+	for _, s := range pf.Sections {
+		b.WriteString("[" + s.Name)
+		if s.Arg != "" {
+			b.WriteString(" \"" + s.Arg + "\"")
 		}
 		b.WriteString("]\n")
-		for _, k := range s.keys {
-			b.WriteString(k + "=" + s.values[k] + "\n")
+		for _, k := range s.Keys {
+			b.WriteString(k + "=" + s.Values[k] + "\n")
 		}
 	}
 	return b.Bytes()

@@ -71,13 +71,16 @@ func prefixBenchDir(b *testing.B) string {
 // prefixSeeks runs n db_bench seekrandom operations: a new iterator, one
 // Seek to a random key, close. PrefixSameAsStart stands for RocksDB's
 // prefix seek mode, as in cmd/dbbench. It returns how many seeks found
-// their key.
-func prefixSeeks(b *testing.B, d *db.DB, rng *rand.Rand, n int) int {
+// their key. each, if not nil, runs before every NewIterator.
+func prefixSeeks(b *testing.B, d *db.DB, rng *rand.Rand, n int, each func()) int {
 	key := make([]byte, 16)
 	ro := &db.ReadOptions{PrefixSameAsStart: true}
 	found := 0
 	for i := 0; i < n; i++ {
 		dbBenchKey(key, uint64(rng.Int63n(prefixBenchKeys)))
+		if each != nil {
+			each()
+		}
 		it := d.NewIterator(ro)
 		it.Seek(key)
 		if it.Valid() && string(it.Key()) == string(key) {
@@ -98,39 +101,45 @@ func prefixSeeks(b *testing.B, d *db.DB, rng *rand.Rand, n int) int {
 //	               readers opened: one Name comparison per reader, then the
 //	               fast path (must run at the speed of unchanged)
 //	incompatible   fixed:8: no table's filter is usable
-//	compare-always the regression: Names compared on every check
-//	no-check       the floor: the check skipped entirely (unsafe)
+//	compare-always the regression: Names compared on every check (a
+//	               new extractor handle, same Name, before every seek)
+//	no-check       the floor: the check skipped entirely (unsafe); only in
+//	               a build tagged strata_noprefixcheck, which runs no other
+//	               case:
+//	               go test -tags strata_noprefixcheck -run '^$' -bench PrefixSeek ./db
 //
 // Run the cases interleaved (-count) and compare ratios within a run.
 func BenchmarkPrefixSeek(b *testing.B) {
 	dir := prefixBenchDir(b)
 	for _, c := range []struct {
 		name  string
-		setup func(d *db.DB)
-		reset func(d *db.DB)
+		setup func(d *db.DB) (each func())
 	}{
-		{"unchanged", func(d *db.DB) {}, func(d *db.DB) {}},
-		{"compatible", func(d *db.DB) { db.SwapPrefixExtractor(d, prefix.Fixed(12)) }, func(d *db.DB) {}},
-		{"incompatible", func(d *db.DB) {
+		{"unchanged", func(d *db.DB) func() { return nil }},
+		{"compatible", func(d *db.DB) func() { db.SwapPrefixExtractor(d, prefix.Fixed(12)); return nil }},
+		{"incompatible", func(d *db.DB) func() {
 			require.NoError(b, d.SetOptions(map[string]string{"prefix_extractor": "fixed:8"}))
-		}, func(d *db.DB) {}},
-		{"compare-always", func(d *db.DB) { db.SetCompareNamesAlways(d, true) }, func(d *db.DB) {}},
-		{"no-check", func(d *db.DB) { db.SetSkipPrefixCheck(true) }, func(d *db.DB) { db.SetSkipPrefixCheck(false) }},
+			return nil
+		}},
+		{"compare-always", func(d *db.DB) func() { return db.NewPrefixHandleRotator(d) }},
+		{"no-check", func(d *db.DB) func() { return nil }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			if (c.name == "no-check") != db.PrefixCheckSkipped {
+				b.Skip("no-check runs alone, in a build tagged strata_noprefixcheck")
+			}
 			opts := prefixBenchOptions(prefix.Fixed(12))
 			opts.ReadOnly = true
 			d, err := db.Open(dir, opts)
 			require.NoError(b, err)
 			defer d.Close()
 			rng := rand.New(rand.NewSource(2))
-			prefixSeeks(b, d, rng, 2000) // open every reader, warm the caches
-			c.setup(d)
-			defer c.reset(d)
+			prefixSeeks(b, d, rng, 2000, nil) // open every reader, warm the caches
+			each := c.setup(d)
 			before := readCounters(b, d)
 			b.ReportAllocs()
 			b.ResetTimer()
-			found := prefixSeeks(b, d, rng, b.N)
+			found := prefixSeeks(b, d, rng, b.N, each)
 			b.StopTimer()
 			after := readCounters(b, d).sub(before)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
@@ -147,24 +156,22 @@ func BenchmarkPrefixSeek(b *testing.B) {
 }
 
 // BenchmarkPrefixCheck measures one prefix-filter usability check, the
-// cost a seek pays per table file: the fast path, the regression (a Name
-// comparison every time) and no check at all.
+// cost a seek pays per table file: the fast path and the regression (a Name
+// comparison every time: two handles of one extractor, passed alternately).
+// In a build tagged strata_noprefixcheck, fast-path measures no check at all.
 func BenchmarkPrefixCheck(b *testing.B) {
 	d, err := db.Open("/db", &db.Options{CreateIfMissing: true, FS: vfs.NewMem(), PrefixExtractor: prefix.Fixed(12)})
 	require.NoError(b, err)
 	defer d.Close()
-	check := db.NewPrefixCheck(d)
 	for _, c := range []struct {
-		name    string
-		on, off func()
+		name  string
+		check func() bool
 	}{
-		{"fast-path", func() {}, func() {}},
-		{"compare-always", func() { db.SetCompareNamesAlways(d, true) }, func() { db.SetCompareNamesAlways(d, false) }},
-		{"no-check", func() { db.SetSkipPrefixCheck(true) }, func() { db.SetSkipPrefixCheck(false) }},
+		{"fast-path", db.NewPrefixCheck(d)},
+		{"compare-always", db.NewPrefixCheckAlternating(d)},
 	} {
+		check := c.check
 		b.Run(c.name, func(b *testing.B) {
-			c.on()
-			defer c.off()
 			for i := 0; i < b.N; i++ {
 				if !check() {
 					b.Fatal("check failed")

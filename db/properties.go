@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // Property names understood by GetProperty. The "rocksdb." ones mean what
@@ -165,7 +165,7 @@ func (d *DB) statsString() string {
 	fmt.Fprintf(&b, "Write stalls: %d waits, %.3f s stalled\n", s.stalls.Load(), float64(s.stallMicros.Load())/1e6)
 	d.mu.Lock()
 	fmt.Fprintf(&b, "Pending compaction: %.1f MB; compactions running: %d\n",
-		mb(d.pendingCompactionBytesLocked()), d.mu.compacting)
+		mb(d.pendingCompactionBytesLocked()), len(d.comp.inflight))
 	d.mu.Unlock()
 	cs := d.cache.Stats()
 	fmt.Fprintf(&b, "Block cache: %d hits, %d misses, %d / %d bytes\n", cs.Hits, cs.Misses, cs.Used, cs.Capacity)

@@ -18,8 +18,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/prefix"
-	"github.com/stratadb/strata/version"
 	"github.com/stretchr/testify/require"
 )
 
@@ -304,36 +304,6 @@ type customExtractor struct{}
 func (customExtractor) Name() string                { return "my.custom.extractor" }
 func (customExtractor) InDomain(key []byte) bool    { return len(key) >= 2 }
 func (customExtractor) Transform(key []byte) []byte { return key[:2] }
-
-// TestCompatParseOptionsFile covers the INI details: comments, escapes,
-// section arguments and nested values.
-func TestCompatParseOptionsFile(t *testing.T) {
-	f, err := parseOptionsFile("OPTIONS-000007", []byte(`# comment
-[Version]
-  rocksdb_version=7.8.3
-  options_file_version=1.1
-[DBOptions]
-  db_host_id=__hostname__  # trailing comment
-[CFOptions "default"]
-  merge_operator={id=StringAppendOperator;delimiter=\#;}
-  compaction_options_fifo={allow_compaction=true;max_table_files_size=5;}
-[TableOptions/BlockBasedTable "default"]
-  filter_policy=bloomfilter:10:false
-`))
-	require.NoError(t, err)
-	require.Equal(t, "__hostname__", f.section(secDB, "").values["db_host_id"])
-	cf := f.section(secCF, "default")
-	require.Equal(t, `{id=StringAppendOperator;delimiter=\#;}`, cf.values["merge_operator"])
-	require.Equal(t, map[string]string{"allow_compaction": "true", "max_table_files_size": "5"},
-		parseNested(cf.values["compaction_options_fifo"]))
-	require.Equal(t, "bloomfilter:10:false", f.section(secTable, "default").values["filter_policy"])
-
-	for _, bad := range []string{"  a=b\n", "[Version\n", "[CFOptions default]\n"} {
-		_, err := parseOptionsFile("OPTIONS-000009", []byte(bad))
-		require.ErrorIs(t, err, ErrCorruption, "%q", bad)
-		require.ErrorContains(t, err, "OPTIONS-000009 line 1")
-	}
-}
 
 // compatFill writes puts, deletes, range deletions and flushes, and ends
 // with synced writes that live only in the WAL.

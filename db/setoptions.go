@@ -34,7 +34,7 @@ var mutableOptions = []mutableOption{
 			return nil, err
 		}
 		return func() {
-			d.disableAutoCompactions.Store(b)
+			d.comp.disableAuto.Store(b)
 			d.mu.Lock()
 			d.maybeScheduleCompactionLocked()
 			d.mu.cond.Broadcast() // stalled writers re-check the stall rules
@@ -123,7 +123,7 @@ func (d *DB) compactionInts() [6]*atomic.Int64 {
 func (d *DB) saveMutableOptions() mutableOptionsState {
 	s := mutableOptionsState{
 		writeBufferSize: d.writeBufferSize.Load(),
-		disableAuto:     d.disableAutoCompactions.Load(),
+		disableAuto:     d.comp.disableAuto.Load(),
 		extractor:       d.extractor.Load(),
 		multiplierBits:  d.comp.multiplierBits.Load(),
 	}
@@ -137,7 +137,7 @@ func (d *DB) saveMutableOptions() mutableOptionsState {
 // d.setOptionsMu must be held.
 func (d *DB) restoreMutableOptions(s mutableOptionsState) {
 	d.writeBufferSize.Store(s.writeBufferSize)
-	d.disableAutoCompactions.Store(s.disableAuto)
+	d.comp.disableAuto.Store(s.disableAuto)
 	d.extractor.Store(s.extractor)
 	d.comp.multiplierBits.Store(s.multiplierBits)
 	for i, p := range d.compactionInts() {

@@ -11,15 +11,20 @@ import (
 // Release it when done; it keeps compactions from dropping the versions it
 // sees.
 type Snapshot struct {
-	db       *DB
-	seq      base.SeqNum // exclusive read sequence number
+	db *DB
+	// seq is the exclusive read sequence number, set before the snapshot
+	// is published and immutable after: reads use it without a lock.
+	seq      base.SeqNum
 	released atomic.Bool
-	prev     *Snapshot
-	next     *Snapshot
+	// prev and next link DB.mu.snapshots; guarded by DB.mu.
+	prev *Snapshot
+	next *Snapshot
 }
 
-// snapshotList is a doubly linked list of live snapshots, oldest first,
-// guarded by DB.mu. The zero value is an empty list.
+// snapshotList is a doubly linked list of live snapshots, oldest first.
+// The DB's list is DB.mu.snapshots, so DB.mu guards it: NewSnapshot and
+// Release change it, and compactions and the num-snapshots property read
+// it, all under DB.mu. The zero value is an empty list.
 type snapshotList struct {
 	head, tail *Snapshot
 	count      int

@@ -3,7 +3,7 @@ package db
 import (
 	"sync/atomic"
 
-	"github.com/stratadb/strata/version"
+	"github.com/stratadb/strata/internal/version"
 )
 
 // dbStats are the engine's counters, read by GetProperty.

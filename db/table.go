@@ -6,10 +6,10 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/killpoint"
-	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/table"
-	"github.com/stratadb/strata/version"
 )
 
 // tableWriterOptions builds the table package's options for a new file.

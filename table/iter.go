@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/iterator"
+	"github.com/stratadb/strata/internal/iterator"
 )
 
 // Iter walks a table's point entries in internal-key order; it implements
@@ -351,7 +351,7 @@ func (it *Iter) SeekLT(key []byte) bool {
 }
 
 // Key implements iterator.Iterator.
-func (it *Iter) Key() base.InternalKey {
+func (it *Iter) Key() InternalKey {
 	k, _ := base.DecodeInternalKey(it.data.key)
 	if it.r.hasGlobalSeq {
 		k.Trailer = base.MakeTrailer(it.r.globalSeq, k.Kind())
@@ -376,7 +376,7 @@ func (it *Iter) Close() error {
 // Get returns the newest entry for ukey visible at snap (seq < snap). It
 // does not consult the filter. The value aliases an immutable block and may
 // be kept.
-func (r *Reader) Get(ukey []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+func (r *Reader) Get(ukey []byte, snap SeqNum) (value []byte, kind Kind, seq SeqNum, found bool, err error) {
 	if snap == 0 {
 		return nil, 0, 0, false, nil
 	}

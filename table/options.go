@@ -33,10 +33,10 @@ type WriterOptions struct {
 	// and the filter uses FastLocalBloom at 5 (legacy Bloom below).
 	FormatVersion uint32
 	// Checksum is the block checksum type. Default XXH3 (see
-	// DefaultChecksum); checksum.None is written only if asked for
+	// DefaultChecksum); ChecksumNone is written only if asked for
 	// explicitly through NoChecksum.
-	Checksum checksum.Type
-	// NoChecksum selects checksum.None (the zero Checksum means default).
+	Checksum ChecksumType
+	// NoChecksum selects ChecksumNone (the zero Checksum means default).
 	NoChecksum bool
 	// Compression of data and index blocks. Default NoCompression. Blocks
 	// that do not shrink by 12.5% are stored uncompressed.

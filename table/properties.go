@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/stratadb/strata/internal/checksum"
 )
 
 // Property names (§12). They reach disk: do not change.
@@ -72,7 +70,7 @@ type Properties struct {
 	// block-based tables; FormatVersion is the footer's.
 	PropFormatVersion uint64
 	FormatVersion     uint32
-	ChecksumType      checksum.Type
+	ChecksumType      ChecksumType
 
 	ColumnFamilyName, ComparatorName, MergeOperatorName   string
 	PrefixExtractorName, FilterPolicy, PropertyCollectors string

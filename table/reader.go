@@ -12,7 +12,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
-	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/checksum"
 )
 
@@ -25,7 +24,7 @@ type ReadableFile interface {
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
 	// Cache holds data blocks; nil means no caching.
-	Cache *cache.Cache
+	Cache *Cache
 	// FileName names the file in every error message.
 	FileName string
 	// FileNum is the table's file number.
@@ -367,7 +366,7 @@ func (r *Reader) Properties() *Properties { return r.props }
 
 // Tombstones returns the range deletions, sorted by start key. Callers must
 // not modify them.
-func (r *Reader) Tombstones() []base.Tombstone { return r.tombstones }
+func (r *Reader) Tombstones() []Tombstone { return r.tombstones }
 
 // FileNum returns the table's file number.
 func (r *Reader) FileNum() uint64 { return r.opts.FileNum }

@@ -18,8 +18,8 @@ type WriterMetadata struct {
 	// Smallest and Largest bound the point keys and the range tombstones
 	// (a tombstone contributes (Start, Seq, RangeDelete) and
 	// (End, MaxSeqNum, RangeDelete)), as in RocksDB's MANIFEST.
-	Smallest, Largest       base.InternalKey
-	SmallestSeq, LargestSeq base.SeqNum
+	Smallest, Largest       InternalKey
+	SmallestSeq, LargestSeq SeqNum
 	NumEntries              uint64 // point entries
 	NumDeletions            uint64 // Delete + SingleDelete + range tombstones
 	NumRangeDeletions       uint64
@@ -90,7 +90,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 
 // Add appends a point entry. Keys must be strictly increasing in
 // internal-key order. Range deletions go through AddTombstone.
-func (w *Writer) Add(key base.InternalKey, value []byte) error {
+func (w *Writer) Add(key InternalKey, value []byte) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -249,7 +249,7 @@ func (w *Writer) write(b []byte) error {
 
 // AddTombstone adds a range deletion [t.Start, t.End) at t.Seq.
 // Tombstones may come in any order; Finish sorts them.
-func (w *Writer) AddTombstone(t base.Tombstone) error {
+func (w *Writer) AddTombstone(t Tombstone) error {
 	if w.err != nil {
 		return w.err
 	}

@@ -33,11 +33,12 @@ var layer = map[string]int{
 	"internal/rangedel":    1,
 	"internal/record":      1,
 	"internal/batch":       1,
+	"internal/optionsfile": 1,
 	"internal/vfs/errorfs": 1,
-	"iterator":             1,
+	"internal/iterator":    1,
 	"internal/memtable":    2,
 	"table":                2,
-	"version":              2,
+	"internal/version":     2,
 	"db":                   3,
 	"internal/testutil":    4, // test-only helpers
 	"internal/stress":      4, // the stress and crash-test engine (a tool, above the library)
@@ -160,4 +161,180 @@ func TestLint_FileAccessThroughVFS(t *testing.T) {
 			return true
 		})
 	}
+}
+
+// TestLint_ExportedAPIUsesNoInternalTypes: an exported declaration of a
+// package outside internal/ (a function or method signature, a type, an
+// exported field or interface method, a variable's declared type) names no
+// type of an internal package, which a caller outside the module could not
+// name. A type alias (type X = internalpkg.Y) is the way to re-export one,
+// so its right-hand side is allowed. Commands (package main) export
+// nothing and are skipped.
+func TestLint_ExportedAPIUsesNoInternalTypes(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, gf := range parseAll(t) {
+		if gf.test || gf.pkg == "internal" || strings.HasPrefix(gf.pkg, "internal/") || gf.f.Name.Name == "main" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, gf.path, nil, 0)
+		require.NoError(t, err)
+		for _, where := range internalTypeUses(f) {
+			t.Errorf("%s: exported %s uses internal type %s", fset.Position(where.pos), where.decl, where.typ)
+		}
+	}
+}
+
+type internalUse struct {
+	pos       token.Pos
+	decl, typ string
+}
+
+// internalTypeUses lists the internal types f's exported declarations use.
+func internalTypeUses(f *ast.File) []internalUse {
+	internal := map[string]string{} // local import name -> import path
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		rel, ok := strings.CutPrefix(p, module+"/")
+		if !ok || !(rel == "internal" || strings.HasPrefix(rel, "internal/")) {
+			continue
+		}
+		name := p[strings.LastIndex(p, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		internal[name] = p
+	}
+	if len(internal) == 0 {
+		return nil
+	}
+	var out []internalUse
+	// check reports the internal types named in expr, skipping unexported
+	// struct fields and interface methods.
+	var check func(decl string, expr ast.Node)
+	check = func(decl string, expr ast.Node) {
+		if expr == nil {
+			return
+		}
+		// members checks the exported (or embedded) fields of a struct, or
+		// methods of an interface.
+		members := func(l *ast.FieldList) {
+			for _, fld := range l.List {
+				exported := len(fld.Names) == 0
+				for _, id := range fld.Names {
+					exported = exported || id.IsExported()
+				}
+				if exported {
+					check(decl, fld.Type)
+				}
+			}
+		}
+		ast.Inspect(expr, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.StructType:
+				members(n.Fields)
+				return false
+			case *ast.InterfaceType:
+				members(n.Methods)
+				return false
+			case *ast.FuncLit, *ast.BlockStmt:
+				return false
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok {
+					if p, ok := internal[id.Name]; ok {
+						out = append(out, internalUse{n.Pos(), decl, p + "." + n.Sel.Name})
+					}
+				}
+				return false
+			}
+			return true
+		})
+	}
+	// exportedRecv reports whether a method's receiver type is exported.
+	exportedRecv := func(fd *ast.FuncDecl) bool {
+		e := fd.Recv.List[0].Type
+		for {
+			switch x := e.(type) {
+			case *ast.StarExpr:
+				e = x.X
+			case *ast.IndexExpr:
+				e = x.X
+			case *ast.IndexListExpr:
+				e = x.X
+			case *ast.Ident:
+				return x.IsExported()
+			default:
+				return false
+			}
+		}
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() || (d.Recv != nil && !exportedRecv(d)) {
+				continue
+			}
+			check(d.Name.Name, d.Type)
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() && !s.Assign.IsValid() {
+						if s.TypeParams != nil {
+							check(s.Name.Name, s.TypeParams)
+						}
+						check(s.Name.Name, s.Type)
+					}
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							check(id.Name, s.Type)
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLint_InternalTypeUsesFinds checks the checker on a made-up file.
+func TestLint_InternalTypeUsesFinds(t *testing.T) {
+	src := `package p
+import (
+	"github.com/stratadb/strata/internal/base"
+	ib "github.com/stratadb/strata/internal/cache"
+)
+type Key = base.InternalKey // an alias re-exports: allowed
+type T struct {
+	Exported base.SeqNum
+	hidden   base.Kind
+	*ib.Cache
+}
+type I interface {
+	Get() base.Tombstone
+	put(base.Kind)
+}
+func F(k []byte, s base.SeqNum) error { var x base.Kind; _ = x; return nil }
+func g(s base.SeqNum) {}
+func (T) M() (k base.InternalKey) { return }
+func (t) N() base.InternalKey { return base.InternalKey{} }
+type t struct{}
+var V, w base.SeqNum
+var u base.SeqNum
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
+	require.NoError(t, err)
+	var got []string
+	for _, u := range internalTypeUses(f) {
+		got = append(got, u.decl+" "+u.typ)
+	}
+	require.Equal(t, []string{
+		"T github.com/stratadb/strata/internal/base.SeqNum",
+		"T github.com/stratadb/strata/internal/cache.Cache",
+		"I github.com/stratadb/strata/internal/base.Tombstone",
+		"F github.com/stratadb/strata/internal/base.SeqNum",
+		"M github.com/stratadb/strata/internal/base.InternalKey",
+		"V github.com/stratadb/strata/internal/base.SeqNum",
+	}, got)
 }

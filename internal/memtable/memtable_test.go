@@ -13,8 +13,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/memtable"
-	"github.com/stratadb/strata/iterator"
 	"github.com/stretchr/testify/require"
 )
 
