@@ -19,7 +19,7 @@
 #   report    the markdown tables of docs/benchmarks.md (OUT/tables.md) and
 #             docs/img/ratios.svg, by scripts/benchchart
 #
-# The first two phases are the shared suite, shared/bench/peers/run_baselines.sh
+# The first two phases are the peer suite, scripts/peers/run_baselines.sh
 # (PEERS_DIR), with our binary added through ROCKSDB_BENCHES. Databases live
 # under DATA (default /dev/shm/strata-bench) and are removed at the end.
 # Summaries: python3 $PEERS_DIR/summarize.py OUT/<phase>/results.tsv
@@ -29,7 +29,7 @@ set -uo pipefail
 
 OUT=${1:-/tmp/strata-bench}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PEERS_DIR=${PEERS_DIR:-"$ROOT/../shared/bench/peers"}
+PEERS_DIR=${PEERS_DIR:-"$ROOT/scripts/peers"}
 DATA=${DATA:-/dev/shm/strata-bench}
 PHASES=${PHASES:-"peers main bigcache overwrite chart report"}
 NUM=${NUM:-1000000}
