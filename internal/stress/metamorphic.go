@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,10 @@ var ErrMetamorphic = errors.New("stress: configurations disagree")
 
 // MetaVariant is one configuration of a metamorphic run.
 type MetaVariant struct {
-	Name                   string
+	Name string
+	// Model runs the sequence on a sorted-map model instead of the
+	// database: the reference every configuration must also agree with.
+	Model                  bool
 	BlockSize              int
 	Compression            db.Compression
 	BloomBits              int
@@ -38,6 +42,9 @@ type MetaVariant struct {
 }
 
 func (v MetaVariant) String() string {
+	if v.Model {
+		return v.Name + "{sorted-map model}"
+	}
 	style := "level"
 	if v.FIFO {
 		style = "fifo"
@@ -54,6 +61,7 @@ func (v MetaVariant) String() string {
 // MetaVariants are the configurations every sequence runs under. Strata has
 // no readahead option, so that dimension is absent.
 var MetaVariants = []MetaVariant{
+	{Name: "model", Model: true},
 	{Name: "default", BlockSize: 4096, Compression: db.SnappyCompression, BloomBits: 10, Extractor: "fixed:7",
 		WriteBufferSize: 64 << 10, MaxOpenFiles: 1000},
 	{Name: "tiny", BlockSize: 64, Compression: db.NoCompression, BloomBits: 0, Extractor: "",
@@ -462,6 +470,9 @@ func (r *metaRun) releaseSnaps() {
 // RunMetaVariant runs ops under v on a fresh in-memory file system and
 // returns one result line per operation.
 func RunMetaVariant(v MetaVariant, ops []MetaOp) ([]string, error) {
+	if v.Model {
+		return runMetaModel(ops), nil
+	}
 	r := &metaRun{v: v, fs: vfs.NewMem(), ext: v.Extractor}
 	if err := r.open(); err != nil {
 		return nil, err
@@ -554,4 +565,99 @@ func firstDiff(a, b []string) (int, bool) {
 		return len(a), false
 	}
 	return 0, true
+}
+
+// runMetaModel runs a sequence on a sorted-map model of the database and
+// returns the lines a correct database prints.
+func runMetaModel(ops []MetaOp) []string {
+	cur := map[int]uint32{}
+	var snaps [metaSnapSlots]map[int]uint32
+	var apply func(op *MetaOp)
+	apply = func(op *MetaOp) {
+		switch op.kind {
+		case metaPut:
+			cur[op.key] = op.ver
+		case metaDelete:
+			delete(cur, op.key)
+		case metaDelRange:
+			for k := range cur {
+				if k >= op.lo && k < op.hi {
+					delete(cur, k)
+				}
+			}
+		case metaBatch:
+			for i := range op.batch {
+				apply(&op.batch[i])
+			}
+		}
+	}
+	view := func(op *MetaOp) map[int]uint32 {
+		if op.snap > 0 && snaps[op.snap-1] != nil {
+			return snaps[op.snap-1]
+		}
+		return cur
+	}
+	get := func(m map[int]uint32, k int) string {
+		if v, ok := m[k]; ok {
+			return "v" + strconv.FormatUint(uint64(v), 10)
+		}
+		return "-"
+	}
+	out := make([]string, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		line := "ok"
+		switch op.kind {
+		case metaPut, metaDelete, metaDelRange, metaBatch:
+			apply(op)
+		case metaGet:
+			line = get(view(op), op.key)
+		case metaMultiGet:
+			m := view(op)
+			parts := make([]string, len(op.keys))
+			for j, k := range op.keys {
+				parts[j] = get(m, k)
+			}
+			line = strings.Join(parts, " ")
+		case metaScan:
+			m := view(op)
+			lo, hi := op.lo, op.hi
+			if lo < 0 {
+				lo = 0
+			}
+			if hi < 0 {
+				hi = 1 << 30
+			}
+			keys := make([]int, 0, len(m))
+			for k := range m {
+				if k >= lo && k < hi {
+					keys = append(keys, k)
+				}
+			}
+			sort.Ints(keys)
+			if op.reverse {
+				sort.Sort(sort.Reverse(sort.IntSlice(keys)))
+			}
+			if len(keys) > op.limit {
+				keys = keys[:op.limit]
+			}
+			parts := make([]string, len(keys))
+			for j, k := range keys {
+				parts[j] = strconv.Itoa(k) + "=" + get(m, k)
+			}
+			line = strings.Join(parts, " ")
+		case metaSnapshot:
+			c := make(map[int]uint32, len(cur))
+			for k, v := range cur {
+				c[k] = v
+			}
+			snaps[op.snap-1] = c
+		case metaSnapRelease:
+			snaps[op.snap-1] = nil
+		case metaReopen:
+			snaps = [metaSnapSlots]map[int]uint32{}
+		}
+		out = append(out, line)
+	}
+	return out
 }
