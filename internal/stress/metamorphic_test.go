@@ -13,7 +13,7 @@ import (
 func TestMetamorphic(t *testing.T) {
 	seeds, ops := 3, 1500
 	if testutil.Long() {
-		seeds, ops = 40, 4000
+		seeds, ops = 20, 4000
 	}
 	for s := 1; s <= seeds; s++ {
 		require.NoError(t, RunMetamorphic(MetaConfig{Seed: int64(s), Ops: ops}))
