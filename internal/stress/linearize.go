@@ -13,6 +13,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -815,8 +816,30 @@ func CheckHistory(history []porcupine.Operation, timeout time.Duration, visualiz
 		if err := porcupine.VisualizePath(LinModel, info, visualize); err != nil {
 			return res, err
 		}
+		if err := writeIllegalPartitions(history, timeout, strings.TrimSuffix(visualize, ".html")+".txt"); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
+}
+
+// writeIllegalPartitions writes, as text, each partition of history that
+// porcupine rejects, its operations in call order with their intervals.
+func writeIllegalPartitions(history []porcupine.Operation, timeout time.Duration, path string) error {
+	var b strings.Builder
+	for pi, part := range linPartition(history) {
+		if porcupine.CheckOperationsTimeout(LinModel, part, timeout) != porcupine.Illegal {
+			continue
+		}
+		ops := append([]porcupine.Operation(nil), part...)
+		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+		fmt.Fprintf(&b, "partition %d (%d ops) is not linearizable; times in ns from the start\n", pi, len(ops))
+		for _, op := range ops {
+			fmt.Fprintf(&b, "client %d [%d, %d] %s\n", op.ClientId, op.Call, op.Return,
+				LinModel.DescribeOperation(op.Input, op.Output))
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // RunLinearize runs cfg.Histories histories and checks each. It returns an

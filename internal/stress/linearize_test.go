@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,4 +167,9 @@ func TestLinearizeCatchesInjectedStaleReads(t *testing.T) {
 	fi, err2 := os.Stat(vis[0])
 	require.NoError(t, err2)
 	require.Positive(t, fi.Size())
+	// The text dump names the rejected partition's operations.
+	txt, err2 := os.ReadFile(strings.TrimSuffix(vis[0], ".html") + ".txt")
+	require.NoError(t, err2)
+	require.Contains(t, string(txt), "is not linearizable")
+	require.Contains(t, string(txt), "get(")
 }
