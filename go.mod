@@ -3,6 +3,7 @@ module github.com/stratadb/strata
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/cockroachdb/errors v1.14.0
 	github.com/klauspost/compress v1.20.4

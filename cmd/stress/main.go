@@ -6,6 +6,8 @@
 //	stress -crash [flags]           crash cycles: run a child, SIGKILL it, verify
 //	stress -powerloss [flags]       crash images of the in-memory FS, verified
 //	stress -fault_one_in N [flags]  random I/O errors from errorfs
+//	stress -mode=linearize [flags]  concurrent histories checked by porcupine
+//	stress -mode=metamorphic [flags] one op sequence under many configurations
 //
 // See docs/reliability.md. A wrong answer prints the seed, the operation,
 // the key, what was expected and what was read, and exits with status 1.
@@ -33,6 +35,14 @@ func run(args []string) int {
 	var crash, powerloss, mem, verbose bool
 	var crashCycles, killOneIn int
 	var crashChild, crashMaxWait time.Duration
+	var mode, visualize string
+	var histories, linOps, metaOps, metaSeeds int
+	fs.StringVar(&mode, "mode", "stress", "stress, linearize or metamorphic")
+	fs.IntVar(&histories, "histories", 1000, "linearize mode: histories to record and check")
+	fs.IntVar(&linOps, "lin_ops_per_client", 100, "linearize mode: tracked operations per client (-threads clients)")
+	fs.StringVar(&visualize, "visualize_dir", ".", "linearize mode: where porcupine's visualization of a failing history goes")
+	fs.IntVar(&metaOps, "ops", 2000, "metamorphic mode: operations in the sequence")
+	fs.IntVar(&metaSeeds, "seeds", 1, "metamorphic mode: seeds to run, from -seed on")
 	fs.Int64Var(&c.Seed, "seed", 0, "random seed (0 = from the clock; printed)")
 	fs.IntVar(&c.Threads, "threads", 4, "goroutines issuing operations")
 	fs.IntVar(&c.OpsPerThread, "ops_per_thread", 2000, "operations per thread (0 = until -duration)")
@@ -81,6 +91,16 @@ func run(args []string) int {
 	}
 	if c.Seed == 0 {
 		c.Seed = time.Now().UnixNano() % 1000000007
+	}
+	switch mode {
+	case "stress":
+	case "linearize":
+		return runLinearize(c, histories, linOps, visualize, verbose)
+	case "metamorphic":
+		return runMetamorphic(c.Seed, metaSeeds, metaOps, verbose)
+	default:
+		fmt.Fprintf(os.Stderr, "stress: -mode %q: want stress, linearize or metamorphic\n", mode)
+		return 2
 	}
 	switch compression {
 	case "none":
