@@ -221,3 +221,25 @@ func ExampleDB_SetOptions() {
 
 // errorsIs is errors.Is, named apart so the examples read plainly.
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// A database opened with WALRecoveryPointInTime recovers every write before
+// the first damage in its WALs and none after it.
+func ExampleOptions_walRecoveryMode() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, WALRecoveryMode: db.WALRecoveryPointInTime})
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Put([]byte("k"), []byte("v"), &db.WriteOptions{Sync: true}); err != nil {
+		panic(err)
+	}
+	fmt.Println(db.WALRecoveryPointInTime)
+	fmt.Println(d.Close())
+	// Output:
+	// kPointInTimeRecovery
+	// <nil>
+}

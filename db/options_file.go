@@ -321,6 +321,7 @@ func (d *DB) optionsEntries() []optionsEntry {
 	add(secDB, "", "error_if_exists", strconv.FormatBool(o.ErrorIfExists)).openOnly = true
 	add(secDB, "", "max_background_jobs", itoa(int64(o.MaxBackgroundJobs)))
 	add(secDB, "", "max_open_files", itoa(int64(o.MaxOpenFiles))).openOnly = true
+	add(secDB, "", "wal_recovery_mode", o.WALRecoveryMode.String()).openOnly = true
 
 	cf := func(key, value string) *optionsEntry { return add(secCF, "default", key, value) }
 	cf("comparator", base.ComparatorName)
