@@ -243,3 +243,51 @@ func ExampleOptions_walRecoveryMode() {
 	// kPointInTimeRecovery
 	// <nil>
 }
+
+// Refresh moves an iterator to the current state and keeps its position;
+// SetBounds changes its bounds and unpositions it.
+func ExampleIterator_Refresh() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close()
+	for _, k := range []string{"a", "c", "e"} {
+		if err := d.Put([]byte(k), []byte("1"), nil); err != nil {
+			panic(err)
+		}
+	}
+	it := d.NewIterator(nil)
+	defer it.Close()
+	it.Seek([]byte("c"))
+	if err := d.Put([]byte("d"), []byte("2"), nil); err != nil {
+		panic(err)
+	}
+	it.Next()
+	fmt.Println("before Refresh, after c:", string(it.Key()))
+	it.Prev()
+	if err := it.Refresh(); err != nil {
+		panic(err)
+	}
+	fmt.Println("after Refresh, at:", string(it.Key()))
+	it.Next()
+	fmt.Println("then:", string(it.Key()))
+
+	it.SetBounds([]byte("b"), []byte("e"))
+	fmt.Println("valid after SetBounds:", it.Valid())
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		fmt.Print(string(it.Key()), " ")
+	}
+	fmt.Println()
+	// Output:
+	// before Refresh, after c: e
+	// after Refresh, at: c
+	// then: d
+	// valid after SetBounds: false
+	// c d
+}

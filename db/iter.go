@@ -59,6 +59,13 @@ type Iterator struct {
 	seekBuf    []byte
 	err        error
 	closed     bool
+
+	// snapshot is ReadOptions.Snapshot, which Refresh keeps reading at;
+	// refreshKey holds the key Refresh repositions at.
+	snapshot   *Snapshot
+	refreshKey []byte
+	// lowerBuf and upperBuf keep SetBounds' copies' memory across calls.
+	lowerBuf, upperBuf []byte
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -85,7 +92,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		it.err, it.closed = err, true
 		return it
 	}
-	it.snap = snap
+	it.snap, it.snapshot = snap, ro.Snapshot
 	it.lower = append([]byte(nil), ro.LowerBound...)
 	if ro.LowerBound == nil {
 		it.lower = nil
