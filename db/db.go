@@ -57,6 +57,9 @@ type DB struct {
 
 	commit commitPipeline
 
+	// events delivers EventListener events; nil without a listener.
+	events *eventQueue
+
 	// readState is the current read view; see readState.
 	rsMu      sync.RWMutex
 	readState *readState
@@ -101,6 +104,8 @@ type DB struct {
 		bgErr      error
 		flushing   bool
 		compacting int
+		// stalled: a WriteStallBegin event awaits its end.
+		stalled bool
 		// compactions running, by level, to keep them disjoint
 		compactingLevels  [version.NumLevels]bool
 		manualCompactions int
@@ -302,5 +307,6 @@ func (d *DB) Close() error {
 	if d.lock != nil {
 		err = errors.CombineErrors(err, d.lock.Close())
 	}
+	d.stopEvents()
 	return err
 }

@@ -291,3 +291,39 @@ func ExampleIterator_Refresh() {
 	// valid after SetBounds: false
 	// c d
 }
+
+// An EventListener hears of background work; Close delivers every event
+// before it returns.
+func ExampleEventListener() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	var lines []string // written by the event goroutine only, read after Close
+	l := &db.EventListener{
+		FlushEnd: func(i db.FlushInfo) {
+			lines = append(lines, fmt.Sprintf("flushed %d table(s) to L%d", len(i.Output), i.Output[0].Level))
+		},
+		TableCreated: func(i db.TableCreateInfo) {
+			lines = append(lines, "table created by "+i.Reason)
+		},
+	}
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, EventListener: l})
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Put([]byte("k"), []byte("v"), nil); err != nil {
+		panic(err)
+	}
+	if err := d.Flush(); err != nil {
+		panic(err)
+	}
+	if err := d.Close(); err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.Join(lines, "\n"))
+	// Output:
+	// table created by flush
+	// flushed 1 table(s) to L0
+}

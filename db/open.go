@@ -81,6 +81,7 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
 	d.cache = cache.New(o.BlockCacheSize)
 	d.tables = newTableCache(d, o.MaxOpenFiles)
+	d.startEvents()
 	if err := d.open(); err != nil {
 		d.abandon()
 		return nil, err
@@ -104,6 +105,7 @@ func (d *DB) abandon() {
 	if d.lock != nil {
 		d.lock.Close()
 	}
+	d.stopEvents()
 }
 
 func (d *DB) open() error {

@@ -116,6 +116,10 @@ type Options struct {
 	// WALRecoveryMode chooses what Open does with damaged WALs. Default:
 	// WALRecoveryTolerateCorruptedTail (see WALRecoveryMode).
 	WALRecoveryMode WALRecoveryMode
+	// EventListener, when set, is told of flushes, compactions, file
+	// creations and deletions, write stalls, ingestions and background
+	// errors, outside the DB's mutex (see EventListener). Default: none.
+	EventListener *EventListener
 	// FS is the file system. Default: the operating system's.
 	FS FS
 }
