@@ -327,3 +327,33 @@ func ExampleEventListener() {
 	// table created by flush
 	// flushed 1 table(s) to L0
 }
+
+// Metrics returns typed counters; String renders them as a table.
+func ExampleDB_Metrics() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := d.Put([]byte(k), []byte("v"), nil); err != nil {
+			panic(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		panic(err)
+	}
+	m := d.Metrics()
+	fmt.Println("keys written:", m.Writes.Keys)
+	fmt.Println("flushes:", m.Flush.Count, "L0 files:", m.Levels[0].NumFiles)
+	fmt.Println(strings.SplitN(m.String(), "\n", 2)[0])
+	// Output:
+	// keys written: 3
+	// flushes: 1 L0 files: 1
+	// level | files      size  score  r-amp |       in     read  written    moved  comps  w-amp
+}

@@ -150,6 +150,7 @@ func (d *DB) flushOldestLocked() error {
 	if meta != nil {
 		delete(d.mu.pendingOutputs, meta.FileNum)
 		d.stats.flushes.Add(1)
+		d.stats.flushBytes.Add(meta.Size)
 		d.stats.level[0].bytesWritten.Add(meta.Size)
 	}
 	d.mu.imm = d.mu.imm[1:]

@@ -379,7 +379,9 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	d.evIngested(files, ve, seq)
 	for _, e := range ve.NewFiles {
 		d.stats.level[e.Level].bytesWritten.Add(e.Meta.Size)
+		d.stats.ingestedBytes.Add(e.Meta.Size)
 	}
+	d.stats.ingestions.Add(1)
 	d.maybeScheduleCompactionLocked()
 	return nil
 }

@@ -68,7 +68,10 @@ func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
 	}
 	tc.mu.RUnlock()
 	if e == nil {
+		tc.db.stats.tableCacheMisses.Add(1)
 		e = tc.insert(fileNum)
+	} else {
+		tc.db.stats.tableCacheHits.Add(1)
 	}
 	e.touched.Store(true)
 	e.once.Do(func() { tc.open(e, uint64(f.LargestSeq)) })

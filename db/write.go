@@ -318,7 +318,9 @@ func (d *DB) commitGroup(group []*writer, b *batch.Batch) error {
 		}
 		if err == nil && syncWAL {
 			err = logF.Sync()
+			d.stats.walSyncs.Add(1)
 		}
+		d.stats.walBytes.Add(uint64(b.Len()))
 		if err != nil {
 			err = errors.Wrapf(err, "strata: writing WAL %06d.log", logNum)
 			d.setBackgroundError(err)
