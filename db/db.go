@@ -59,6 +59,10 @@ type DB struct {
 
 	// events delivers EventListener events; nil without a listener.
 	events *eventQueue
+	lis    *EventListener
+	// logger receives the info log (logger.go); nil for none.
+	logger   Logger
+	infoLogW *infoLogWriter
 
 	// readState is the current read view; see readState.
 	rsMu      sync.RWMutex
@@ -308,5 +312,6 @@ func (d *DB) Close() error {
 		err = errors.CombineErrors(err, d.lock.Close())
 	}
 	d.stopEvents()
+	err = errors.CombineErrors(err, d.closeInfoLog())
 	return err
 }

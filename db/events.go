@@ -1,6 +1,9 @@
 package db
 
 import (
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,10 +158,15 @@ type eventQueue struct {
 	jobs    atomic.Int64
 }
 
-// startEvents starts delivery when a listener is set.
+// startEvents starts delivery when a listener is set or a LOG may be
+// written.
 func (d *DB) startEvents() {
-	if d.opts.EventListener == nil {
-		return
+	d.lis = d.opts.EventListener
+	if d.lis == nil {
+		if d.opts.Logger == nil && d.opts.ReadOnly {
+			return
+		}
+		d.lis = &EventListener{} // events feed the log only
 	}
 	q := &eventQueue{done: make(chan struct{})}
 	q.cond.L = &q.mu
@@ -207,12 +215,13 @@ func (d *DB) stopEvents() {
 	<-q.done
 }
 
-// listener returns the listener, or nil when none is set.
+// listener returns the listener (empty when only the log hears events),
+// or nil when events are off.
 func (d *DB) listener() *EventListener {
 	if d.events == nil {
 		return nil
 	}
-	return d.opts.EventListener
+	return d.lis
 }
 
 func (d *DB) newJobID() int {
@@ -223,6 +232,7 @@ func (d *DB) newJobID() int {
 }
 
 func (d *DB) evBackgroundError(err error) {
+	d.logf(slog.LevelError, "background error: writes stop", "err", err)
 	if l := d.listener(); l != nil && l.BackgroundError != nil {
 		d.events.push(func() { l.BackgroundError(err) })
 	}
@@ -244,6 +254,10 @@ func (d *DB) evFlushEnd(info FlushInfo, meta *version.FileMetadata, start time.T
 	if meta != nil && err == nil {
 		info.Output = []TableInfo{tableInfo(0, meta)}
 		d.evTableCreated(info.JobID, "flush", info.Output[0])
+		d.logf(slog.LevelInfo, "flush finished", "job", info.JobID, "table", meta.FileNum,
+			"bytes", meta.Size, "memtable_bytes", info.InputBytes, "duration", info.Duration)
+	} else if err != nil {
+		d.logf(slog.LevelError, "flush failed", "job", info.JobID, "err", err)
 	}
 	if l.FlushEnd != nil {
 		d.events.push(func() { l.FlushEnd(info) })
@@ -305,6 +319,19 @@ func (d *DB) evCompactionEnd(info CompactionInfo, c *compaction, start time.Time
 		return
 	}
 	info.Done, info.Err, info.Duration = true, err, time.Since(start)
+	defer func() {
+		if err != nil {
+			d.logf(slog.LevelWarn, "compaction failed", "job", info.JobID, "reason", info.Reason, "err", err)
+			return
+		}
+		var in strings.Builder
+		for _, li := range info.Input {
+			fmt.Fprintf(&in, "L%d:%d ", li.Level, len(li.Tables))
+		}
+		d.logf(slog.LevelInfo, "compaction finished", "job", info.JobID, "reason", info.Reason,
+			"inputs", strings.TrimSpace(in.String()), "output_level", info.OutputLevel, "outputs", len(info.Output),
+			"bytes_in", info.InputBytes, "bytes_out", info.OutputBytes, "duration", info.Duration)
+	}()
 	if err == nil {
 		for _, f := range c.outputs {
 			t := tableInfo(c.pick.OutputLevel, f)
@@ -326,6 +353,9 @@ func (d *DB) evFileDeleted(kind base.FileKind, num uint64, path string, err erro
 	if l == nil {
 		return
 	}
+	if kind == base.FileKindTable || kind == base.FileKindLog {
+		d.logf(slog.LevelInfo, "deleted file", "file", path, "err", err)
+	}
 	switch {
 	case kind == base.FileKindTable && l.TableDeleted != nil:
 		info := TableDeleteInfo{FileNum: num, Path: path, Err: err}
@@ -337,6 +367,7 @@ func (d *DB) evFileDeleted(kind base.FileKind, num uint64, path string, err erro
 }
 
 func (d *DB) evWALCreated(num uint64, path string) {
+	d.logf(slog.LevelInfo, "created WAL", "file", path)
 	if l := d.listener(); l != nil && l.WALCreated != nil {
 		info := WALCreateInfo{FileNum: num, Path: path}
 		d.events.push(func() { l.WALCreated(info) })
@@ -350,6 +381,7 @@ func (d *DB) evStallBeginLocked(reason string) {
 		return
 	}
 	d.mu.stalled = true
+	d.logf(slog.LevelWarn, "write stall begins", "reason", reason)
 	if l.WriteStallBegin != nil {
 		info := WriteStallBeginInfo{Reason: reason}
 		d.events.push(func() { l.WriteStallBegin(info) })
@@ -362,6 +394,7 @@ func (d *DB) evStallEndLocked() {
 		return
 	}
 	d.mu.stalled = false
+	d.logf(slog.LevelInfo, "write stall ends")
 	if l := d.listener(); l != nil && l.WriteStallEnd != nil {
 		d.events.push(l.WriteStallEnd)
 	}
@@ -369,12 +402,16 @@ func (d *DB) evStallEndLocked() {
 
 func (d *DB) evIngested(files []*ingestFile, ve *version.Edit, seq base.SeqNum) {
 	l := d.listener()
-	if l == nil || l.TableIngested == nil {
+	if l == nil {
 		return
 	}
 	info := TableIngestInfo{Paths: ingestPaths(files), GlobalSeqNum: uint64(seq)}
 	for _, e := range ve.NewFiles {
 		info.Tables = append(info.Tables, tableInfo(e.Level, e.Meta))
+		d.logf(slog.LevelInfo, "ingested table", "table", e.Meta.FileNum, "level", e.Level, "bytes", e.Meta.Size, "seq", uint64(seq))
+	}
+	if l.TableIngested == nil {
+		return
 	}
 	d.events.push(func() { l.TableIngested(info) })
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -356,4 +357,38 @@ func ExampleDB_Metrics() {
 	// keys written: 3
 	// flushes: 1 L0 files: 1
 	// level | files      size  score  r-amp |       in     read  written    moved  comps  w-amp
+}
+
+// Options.Logger takes any *slog.Logger; by default the log goes to the
+// file LOG in the database directory.
+func ExampleLogger() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		// Drop the time so that the output is stable.
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, Logger: logger})
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Close(); err != nil {
+		panic(err)
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "name=wal_recovery_mode") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// level=INFO msg=option section=DBOptions name=wal_recovery_mode value=kTolerateCorruptedTailRecords
 }

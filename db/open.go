@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"sort"
 
@@ -83,9 +84,15 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.tables = newTableCache(d, o.MaxOpenFiles)
 	d.startEvents()
 	if err := d.open(); err != nil {
+		d.logf(slog.LevelError, "open failed", "err", err)
 		d.abandon()
 		return nil, err
 	}
+	if err := d.startInfoLogFile(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.logOptions()
 	return d, nil
 }
 
@@ -106,6 +113,7 @@ func (d *DB) abandon() {
 		d.lock.Close()
 	}
 	d.stopEvents()
+	d.closeInfoLog()
 }
 
 func (d *DB) open() error {
@@ -129,6 +137,9 @@ func (d *DB) open() error {
 			return errors.Wrapf(err, "strata: locking %s (is another process or DB handle using it?)", d.dirname)
 		}
 		d.lock = lock
+	}
+	if err := d.openInfoLog(); err != nil {
+		return err
 	}
 	listing, err := d.listDir()
 	if err != nil {

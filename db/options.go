@@ -120,6 +120,9 @@ type Options struct {
 	// creations and deletions, write stalls, ingestions and background
 	// errors, outside the DB's mutex (see EventListener). Default: none.
 	EventListener *EventListener
+	// Logger receives the info log (see Logger). Default: a LOG file in
+	// the database directory (none when ReadOnly).
+	Logger Logger
 	// FS is the file system. Default: the operating system's.
 	FS FS
 }

@@ -3,6 +3,7 @@ package db
 import (
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -73,6 +74,13 @@ func (d *DB) replayWALLocked(num uint64, last bool) (stop bool, err error) {
 	defer f.Close()
 	r := record.NewReader(f, num, name)
 	var b batch.Batch
+	applied, skipped := 0, 0
+	defer func() {
+		if err == nil {
+			d.logf(slog.LevelInfo, "recovered WAL", "file", name, "batches", applied, "damaged_skipped", skipped,
+				"stopped", stop, "mode", mode.String())
+		}
+	}()
 	for {
 		rec, err := r.Next()
 		var damage error
@@ -117,12 +125,17 @@ func (d *DB) replayWALLocked(num uint64, last bool) (stop bool, err error) {
 			if err := d.applyRecoveredLocked(&b, name, r.Offset()); err != nil {
 				return false, err
 			}
+			applied++
 			continue
 		}
 		switch mode {
 		case WALRecoveryPointInTime:
+			d.logf(slog.LevelWarn, "WAL damaged: replay stops here; later records and WALs are not applied",
+				"file", name, "err", damage)
 			return true, nil
 		case WALRecoverySkipAnyCorrupted:
+			d.logf(slog.LevelWarn, "WAL damaged: skipping", "file", name, "err", damage)
+			skipped++
 			r.Recover()
 		default:
 			return false, errors.Wrapf(damage, "strata: WAL recovery mode %s", mode)
