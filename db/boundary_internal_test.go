@@ -9,9 +9,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/table"
-	"github.com/stratadb/strata/internal/version"
 	"github.com/stretchr/testify/require"
 )
 

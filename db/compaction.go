@@ -76,6 +76,8 @@ type compaction struct {
 	targetSize uint64
 	// maxOverlap bounds the grandparent bytes one output file may overlap.
 	maxOverlap uint64
+	// outputs are the tables installed, for the CompactionEnd event.
+	outputs []*version.FileMetadata
 }
 
 // errCompactionAborted ends a compaction that Close interrupted; a
@@ -249,7 +251,11 @@ func (d *DB) setCompactingLocked(c *compaction, on bool) {
 // writes stop, reads go on. d.mu must be held; it is released during I/O.
 func (d *DB) runCompactionLocked(c *compaction) error {
 	start := time.Now()
+	ev, evOn := d.evCompactionBegin(c)
 	err := d.compactLocked(c)
+	if evOn {
+		d.evCompactionEnd(ev, c, start, err)
+	}
 	d.setCompactingLocked(c, false)
 	for i, x := range d.comp.inflight {
 		if x == c {
@@ -259,6 +265,7 @@ func (d *DB) runCompactionLocked(c *compaction) error {
 	}
 	if err != nil && !errors.Is(err, errCompactionAborted) && d.mu.bgErr == nil {
 		d.mu.bgErr = err
+		d.evBackgroundError(err)
 	}
 	if err == nil {
 		d.stats.compactions.Add(1)
@@ -318,6 +325,7 @@ func (d *DB) compactLocked(c *compaction) error {
 	for _, f := range outs {
 		delete(d.mu.pendingOutputs, f.FileNum)
 	}
+	c.outputs = outs
 	d.updateReadStateLocked()
 	killpoint.Maybe("compaction.before_delete_inputs")
 	d.deleteObsoleteFilesLocked()

@@ -4,8 +4,8 @@ import (
 	"bytes"
 
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/internal/rangedel"
 	"github.com/stratadb/strata/internal/iterator"
+	"github.com/stratadb/strata/internal/rangedel"
 )
 
 // compactionMerger is the garbage-collecting walk of a compaction (see the

@@ -57,6 +57,13 @@ type DB struct {
 
 	commit commitPipeline
 
+	// events delivers EventListener events; nil without a listener.
+	events *eventQueue
+	lis    *EventListener
+	// logger receives the info log (logger.go); nil for none.
+	logger   Logger
+	infoLogW *infoLogWriter
+
 	// readState is the current read view; see readState.
 	rsMu      sync.RWMutex
 	readState *readState
@@ -103,8 +110,10 @@ type DB struct {
 		// flushing: a flush is running (one at a time). The compaction
 		// state guarded by mu is in DB.comp.
 		flushing bool
-		closing  bool
-		bgWG     sync.WaitGroup
+		// stalled: a WriteStallBegin event awaits its end.
+		stalled bool
+		closing bool
+		bgWG    sync.WaitGroup
 		// pendingOutputs are file numbers being written; the obsolete-file
 		// sweep never deletes them.
 		pendingOutputs map[uint64]struct{}
@@ -301,5 +310,7 @@ func (d *DB) Close() error {
 	if d.lock != nil {
 		err = errors.CombineErrors(err, d.lock.Close())
 	}
+	d.stopEvents()
+	err = errors.CombineErrors(err, d.closeInfoLog())
 	return err
 }

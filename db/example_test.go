@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -221,3 +222,173 @@ func ExampleDB_SetOptions() {
 
 // errorsIs is errors.Is, named apart so the examples read plainly.
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// A database opened with WALRecoveryPointInTime recovers every write before
+// the first damage in its WALs and none after it.
+func ExampleOptions_walRecoveryMode() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, WALRecoveryMode: db.WALRecoveryPointInTime})
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Put([]byte("k"), []byte("v"), &db.WriteOptions{Sync: true}); err != nil {
+		panic(err)
+	}
+	fmt.Println(db.WALRecoveryPointInTime)
+	fmt.Println(d.Close())
+	// Output:
+	// kPointInTimeRecovery
+	// <nil>
+}
+
+// Refresh moves an iterator to the current state and keeps its position;
+// SetBounds changes its bounds and unpositions it.
+func ExampleIterator_Refresh() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close()
+	for _, k := range []string{"a", "c", "e"} {
+		if err := d.Put([]byte(k), []byte("1"), nil); err != nil {
+			panic(err)
+		}
+	}
+	it := d.NewIterator(nil)
+	defer it.Close()
+	it.Seek([]byte("c"))
+	if err := d.Put([]byte("d"), []byte("2"), nil); err != nil {
+		panic(err)
+	}
+	it.Next()
+	fmt.Println("before Refresh, after c:", string(it.Key()))
+	it.Prev()
+	if err := it.Refresh(); err != nil {
+		panic(err)
+	}
+	fmt.Println("after Refresh, at:", string(it.Key()))
+	it.Next()
+	fmt.Println("then:", string(it.Key()))
+
+	it.SetBounds([]byte("b"), []byte("e"))
+	fmt.Println("valid after SetBounds:", it.Valid())
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		fmt.Print(string(it.Key()), " ")
+	}
+	fmt.Println()
+	// Output:
+	// before Refresh, after c: e
+	// after Refresh, at: c
+	// then: d
+	// valid after SetBounds: false
+	// c d
+}
+
+// An EventListener hears of background work; Close delivers every event
+// before it returns.
+func ExampleEventListener() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	var lines []string // written by the event goroutine only, read after Close
+	l := &db.EventListener{
+		FlushEnd: func(i db.FlushInfo) {
+			lines = append(lines, fmt.Sprintf("flushed %d table(s) to L%d", len(i.Output), i.Output[0].Level))
+		},
+		TableCreated: func(i db.TableCreateInfo) {
+			lines = append(lines, "table created by "+i.Reason)
+		},
+	}
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, EventListener: l})
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Put([]byte("k"), []byte("v"), nil); err != nil {
+		panic(err)
+	}
+	if err := d.Flush(); err != nil {
+		panic(err)
+	}
+	if err := d.Close(); err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.Join(lines, "\n"))
+	// Output:
+	// table created by flush
+	// flushed 1 table(s) to L0
+}
+
+// Metrics returns typed counters; String renders them as a table.
+func ExampleDB_Metrics() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := d.Put([]byte(k), []byte("v"), nil); err != nil {
+			panic(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		panic(err)
+	}
+	m := d.Metrics()
+	fmt.Println("keys written:", m.Writes.Keys)
+	fmt.Println("flushes:", m.Flush.Count, "L0 files:", m.Levels[0].NumFiles)
+	fmt.Println(strings.SplitN(m.String(), "\n", 2)[0])
+	// Output:
+	// keys written: 3
+	// flushes: 1 L0 files: 1
+	// level | files      size  score  r-amp |       in     read  written    moved  comps  w-amp
+}
+
+// Options.Logger takes any *slog.Logger; by default the log goes to the
+// file LOG in the database directory.
+func ExampleLogger() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		// Drop the time so that the output is stable.
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, Logger: logger})
+	if err != nil {
+		panic(err)
+	}
+	if err := d.Close(); err != nil {
+		panic(err)
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "name=wal_recovery_mode") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// level=INFO msg=option section=DBOptions name=wal_recovery_mode value=kTolerateCorruptedTailRecords
+}

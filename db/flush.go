@@ -84,6 +84,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 	d.mu.wals = append(d.mu.wals, logNum)
 	d.mu.log.file = f
 	d.mu.log.writer = record.NewWriter(f, logNum)
+	d.evWALCreated(logNum, name)
 	return nil
 }
 
@@ -102,6 +103,7 @@ func (d *DB) maybeScheduleFlushLocked() {
 		for len(d.mu.imm) > 0 && d.mu.bgErr == nil {
 			if err := d.flushOldestLocked(); err != nil {
 				d.mu.bgErr = err
+				d.evBackgroundError(err)
 			}
 		}
 		d.mu.flushing = false
@@ -122,6 +124,10 @@ func (d *DB) flushOldestLocked() error {
 	}
 	var meta *version.FileMetadata
 	var err error
+	start := time.Now()
+	ev := FlushInfo{JobID: d.newJobID(), InputBytes: uint64(m.ApproximateMemoryUsage())}
+	d.evFlushBegin(ev)
+	defer func() { d.evFlushEnd(ev, meta, start, err) }()
 	if !m.Empty() {
 		meta, err = d.writeLevel0TableLocked(m.MemTable)
 		if err != nil {
@@ -137,12 +143,14 @@ func (d *DB) flushOldestLocked() error {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
 	}
 	killpoint.Maybe("flush.before_manifest")
-	if err := d.mu.versions.LogAndApply(ve); err != nil {
-		return errors.Wrap(err, "strata: recording flush in MANIFEST")
+	if err = d.mu.versions.LogAndApply(ve); err != nil {
+		err = errors.Wrap(err, "strata: recording flush in MANIFEST")
+		return err
 	}
 	if meta != nil {
 		delete(d.mu.pendingOutputs, meta.FileNum)
 		d.stats.flushes.Add(1)
+		d.stats.flushBytes.Add(meta.Size)
 		d.stats.level[0].bytesWritten.Add(meta.Size)
 	}
 	d.mu.imm = d.mu.imm[1:]

@@ -4,8 +4,8 @@ import (
 	"bytes"
 
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/iterator"
+	"github.com/stratadb/strata/internal/memtable"
 )
 
 // flushMergeIter combines merge operands while a memtable is flushed, as

@@ -368,6 +368,7 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 		err = errors.Wrap(err, "strata: recording ingestion in MANIFEST")
 		if d.mu.bgErr == nil {
 			d.mu.bgErr = err
+			d.evBackgroundError(err)
 		}
 		return err
 	}
@@ -375,9 +376,12 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	// makes them visible is published.
 	d.updateReadStateLocked()
 	d.visibleSeq.Store(uint64(seq))
+	d.evIngested(files, ve, seq)
 	for _, e := range ve.NewFiles {
 		d.stats.level[e.Level].bytesWritten.Add(e.Meta.Size)
+		d.stats.ingestedBytes.Add(e.Meta.Size)
 	}
+	d.stats.ingestions.Add(1)
 	d.maybeScheduleCompactionLocked()
 	return nil
 }

@@ -66,6 +66,12 @@ type Iterator struct {
 	// read (see merge.go).
 	merged bool
 	mbuf   mergeBuf
+	// snapshot is ReadOptions.Snapshot, which Refresh keeps reading at;
+	// refreshKey holds the key Refresh repositions at.
+	snapshot   *Snapshot
+	refreshKey []byte
+	// lowerBuf and upperBuf keep SetBounds' copies' memory across calls.
+	lowerBuf, upperBuf []byte
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -92,7 +98,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		it.err, it.closed = err, true
 		return it
 	}
-	it.snap = snap
+	it.snap, it.snapshot = snap, ro.Snapshot
 	it.lower = append([]byte(nil), ro.LowerBound...)
 	if ro.LowerBound == nil {
 		it.lower = nil

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stretchr/testify/require"
 )
 

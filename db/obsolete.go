@@ -48,5 +48,7 @@ func (d *DB) minUnflushedLogLocked() uint64 {
 // removeFile deletes a file; failures are not errors (the next Open sweeps
 // again).
 func (d *DB) removeFile(kind base.FileKind, num uint64) {
-	_ = d.fs.Remove(d.path(base.MakeFilename(kind, num)))
+	name := d.path(base.MakeFilename(kind, num))
+	err := d.fs.Remove(name)
+	d.evFileDeleted(kind, num, name, err)
 }

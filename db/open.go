@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"sort"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/stratadb/strata/internal/batch"
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/killpoint"
-	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/version"
 )
 
@@ -83,10 +83,17 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
 	d.cache = cache.New(o.BlockCacheSize)
 	d.tables = newTableCache(d, o.MaxOpenFiles)
+	d.startEvents()
 	if err := d.open(); err != nil {
+		d.logf(slog.LevelError, "open failed", "err", err)
 		d.abandon()
 		return nil, err
 	}
+	if err := d.startInfoLogFile(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.logOptions()
 	return d, nil
 }
 
@@ -106,6 +113,8 @@ func (d *DB) abandon() {
 	if d.lock != nil {
 		d.lock.Close()
 	}
+	d.stopEvents()
+	d.closeInfoLog()
 }
 
 func (d *DB) open() error {
@@ -143,6 +152,9 @@ func (d *DB) open() error {
 			return errors.Wrapf(err, "strata: locking %s (is another process or DB handle using it?)", d.dirname)
 		}
 		d.lock = lock
+	}
+	if err := d.openInfoLog(); err != nil {
+		return err
 	}
 	listing, err := d.listDir()
 	if err != nil {
@@ -224,8 +236,12 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	d.mu.mem = mem
 	killpoint.Maybe("open.before_wal_replay")
 	for i, n := range toReplay {
-		if err := d.replayWALLocked(n, i == len(toReplay)-1); err != nil {
+		stop, err := d.replayWALLocked(n, i == len(toReplay)-1)
+		if err != nil {
 			return err
+		}
+		if stop {
+			break // point-in-time recovery met damage: newer WALs are not applied
 		}
 	}
 	if d.opts.ReadOnly {
@@ -261,44 +277,6 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
 	}
 	return nil
-}
-
-// replayWALLocked applies the batches of WAL num to the memtables. A torn
-// tail is dropped when the WAL is the last one: those writes were never
-// acknowledged. d.mu must be held.
-func (d *DB) replayWALLocked(num uint64, last bool) error {
-	name := d.path(base.MakeFilename(base.FileKindLog, num))
-	f, err := d.fs.Open(name)
-	if err != nil {
-		return errors.Wrapf(err, "strata: opening WAL %s", name)
-	}
-	defer f.Close()
-	r := record.NewReader(f, num, name)
-	var b batch.Batch
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if errors.Is(err, record.ErrTornTail) {
-			if last {
-				return nil
-			}
-			return base.MarkCorruption(errors.Wrapf(err, "strata: WAL %s is not the last one but ends in a torn record", name))
-		}
-		if err != nil {
-			return err
-		}
-		if err := b.SetData(rec); err != nil {
-			return base.MarkCorruption(errors.Wrapf(err, "strata: WAL %s offset %d", name, r.Offset()))
-		}
-		if b.Count() == 0 {
-			continue
-		}
-		if err := d.applyRecoveredLocked(&b, name, r.Offset()); err != nil {
-			return err
-		}
-	}
 }
 
 // applyRecoveredLocked applies one recovered batch, moving full memtables

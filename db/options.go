@@ -113,6 +113,16 @@ type Options struct {
 	// HardPendingCompactionBytesLimit stops writes (they wait) once the
 	// estimated pending compaction bytes reach it. Default: 256 GiB.
 	HardPendingCompactionBytesLimit int64
+	// WALRecoveryMode chooses what Open does with damaged WALs. Default:
+	// WALRecoveryTolerateCorruptedTail (see WALRecoveryMode).
+	WALRecoveryMode WALRecoveryMode
+	// EventListener, when set, is told of flushes, compactions, file
+	// creations and deletions, write stalls, ingestions and background
+	// errors, outside the DB's mutex (see EventListener). Default: none.
+	EventListener *EventListener
+	// Logger receives the info log (see Logger). Default: a LOG file in
+	// the database directory (none when ReadOnly).
+	Logger Logger
 	// FS is the file system. Default: the operating system's.
 	FS FS
 	// MergeOperator combines the operands written with DB.Merge (see
@@ -241,6 +251,8 @@ func (o *Options) validate() error {
 		return bad("MaxOpenFiles", o.MaxOpenFiles, "must not be negative")
 	case o.BlockSize < 0:
 		return bad("BlockSize", o.BlockSize, "must not be negative")
+	case !o.WALRecoveryMode.valid():
+		return bad("WALRecoveryMode", int(o.WALRecoveryMode), "unknown WAL recovery mode")
 	case int64(o.BlockSize) > maxBlockSize:
 		return bad("BlockSize", o.BlockSize, fmt.Sprintf("above the limit of %d bytes", int64(maxBlockSize)))
 	case o.MaxWriteBufferNumber < 2:

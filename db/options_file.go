@@ -101,6 +101,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	add(optionsfile.SecDB, "", "error_if_exists", strconv.FormatBool(o.ErrorIfExists)).OpenOnly = true
 	add(optionsfile.SecDB, "", "max_background_jobs", itoa(int64(o.MaxBackgroundJobs)))
 	add(optionsfile.SecDB, "", "max_open_files", itoa(int64(o.MaxOpenFiles))).OpenOnly = true
+	add(optionsfile.SecDB, "", "wal_recovery_mode", o.WALRecoveryMode.String()).OpenOnly = true
 
 	cf := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecCF, "default", key, value) }
 	cf("comparator", base.ComparatorName)

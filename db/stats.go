@@ -16,7 +16,12 @@ type dbStats struct {
 	prefixFastPath, prefixSlowPath    atomic.Uint64
 	prefixIncompatible                atomic.Uint64
 	compactions, compactionMicros     atomic.Uint64
-	level                             [version.NumLevels]levelStats
+	// Read by Metrics (metrics.go).
+	flushBytes                       atomic.Uint64
+	ingestions, ingestedBytes        atomic.Uint64
+	walBytes, walSyncs               atomic.Uint64
+	tableCacheHits, tableCacheMisses atomic.Uint64
+	level                            [version.NumLevels]levelStats
 }
 
 // levelStats are per-level compaction counters.

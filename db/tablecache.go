@@ -76,9 +76,12 @@ func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
 		return nil, errTableCacheClosed(fileNum)
 	}
 	if e == nil {
+		tc.db.stats.tableCacheMisses.Add(1)
 		if e = tc.insert(fileNum); e == nil {
 			return nil, errTableCacheClosed(fileNum)
 		}
+	} else {
+		tc.db.stats.tableCacheHits.Add(1)
 	}
 	e.touched.Store(true)
 	e.once.Do(func() { tc.open(e, uint64(f.LargestSeq)) })

@@ -302,7 +302,9 @@ func (d *DB) commitGroup(group []*writer, b *batch.Batch) error {
 		syncWAL = syncWAL || w.sync
 	}
 	d.mu.Lock()
-	if err := d.makeRoomForWriteLocked(b); err != nil {
+	err := d.makeRoomForWriteLocked(b)
+	d.evStallEndLocked()
+	if err != nil {
 		d.mu.Unlock()
 		return err
 	}
@@ -319,7 +321,9 @@ func (d *DB) commitGroup(group []*writer, b *batch.Batch) error {
 		}
 		if err == nil && syncWAL {
 			err = logF.Sync()
+			d.stats.walSyncs.Add(1)
 		}
+		d.stats.walBytes.Add(uint64(b.Len()))
 		if err != nil {
 			err = errors.Wrapf(err, "strata: writing WAL %06d.log", logNum)
 			d.setBackgroundError(err)
@@ -377,6 +381,7 @@ func (d *DB) setBackgroundError(err error) {
 	d.mu.Lock()
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = err
+		d.evBackgroundError(err)
 	}
 	d.mu.cond.Broadcast()
 	d.mu.Unlock()
@@ -417,9 +422,11 @@ func (d *DB) makeRoomForWriteLocked(b *batch.Batch) error {
 			return nil
 		case len(d.mu.imm) >= d.opts.MaxWriteBufferNumber-1:
 			// Every memtable is full: wait for a flush.
+			d.evStallBeginLocked("memtables full")
 			d.stallLocked()
 			continue
 		case stall == stallStop:
+			d.evStallBeginLocked(d.stallReasonLocked())
 			d.stallLocked()
 			continue
 		}

@@ -38,6 +38,16 @@ type Reader struct {
 	// recOff is the file offset of the first fragment of the last record.
 	recOff int64
 	err    error
+
+	// fragStart is the file offset of the fragment nextFragment last
+	// returned or stopped at.
+	fragStart int64
+	// dropBlock: the error in err came from damage inside the current
+	// block; Recover drops the rest of the block.
+	dropBlock bool
+	// zeroEnd: the last io.EOF came from a zero-filled header before the
+	// end of the file rather than from the end itself.
+	zeroEnd bool
 }
 
 // NewReader returns a Reader of the log in r, which must be positioned at
@@ -63,8 +73,8 @@ func (r *Reader) Next() ([]byte, error) {
 	inFragment := false
 	r.rec = r.rec[:0]
 	for {
-		fragOff := r.blockStart + int64(r.off)
 		typ, payload, err := r.nextFragment()
+		fragOff := r.fragStart
 		if err != nil {
 			r.err = r.endError(err, inFragment, fragOff)
 			return nil, r.err
@@ -72,12 +82,16 @@ func (r *Reader) Next() ([]byte, error) {
 		switch typ {
 		case fullType, recyclableFull:
 			if inFragment {
+				// Leave the fragment unread: after Recover it starts
+				// the next record.
+				r.off = int(fragOff - r.blockStart)
 				return nil, r.corrupt(fragOff, "FULL fragment inside a fragmented record")
 			}
 			r.recOff = fragOff
 			return payload, nil
 		case firstType, recyclableFirst:
 			if inFragment {
+				r.off = int(fragOff - r.blockStart)
 				return nil, r.corrupt(fragOff, "FIRST fragment inside a fragmented record")
 			}
 			inFragment = true
@@ -107,6 +121,37 @@ func (r *Reader) Next() ([]byte, error) {
 // Offset returns the file offset of the first fragment of the record last
 // returned by Next.
 func (r *Reader) Offset() int64 { return r.recOff }
+
+// Recover clears the error Next returned so that reading can go on past
+// damage, as RocksDB's kSkipAnyCorruptedRecords does: after a damaged
+// fragment (bad checksum, length or type) or a zero-filled header the rest
+// of its block is dropped and reading resumes at the next block; after
+// fragments out of order it resumes at the next fragment, so a record
+// whose FIRST fragment is lost costs only that record. A fragmented record
+// cut by the damage is dropped. I/O errors stay: Recover does nothing then.
+// After Recover at the true end of the log, Next returns io.EOF again.
+func (r *Reader) Recover() {
+	if r.err == nil {
+		return
+	}
+	if r.err != io.EOF && !errors.Is(r.err, ErrTornTail) && !errors.Is(r.err, base.ErrCorruption) {
+		return // an I/O error or an unsupported feature
+	}
+	if r.dropBlock || r.zeroEnd {
+		r.off = r.n
+	}
+	r.err = nil
+	r.dropBlock = false
+	r.zeroEnd = false
+}
+
+// ZeroEnd reports whether the io.EOF Next last returned came from a
+// zero-filled header rather than from the end of the file, and the header's
+// file offset: preallocated space, or a zeroed region with records after
+// it. Calling Recover and Next again tells the two apart.
+func (r *Reader) ZeroEnd() (offset int64, ok bool) {
+	return r.fragStart, r.err == io.EOF && r.zeroEnd
+}
 
 // endError maps an outcome of nextFragment to Next's error.
 func (r *Reader) endError(err error, inFragment bool, off int64) error {
@@ -145,8 +190,10 @@ func (r *Reader) readBlock() error {
 // nextFragment returns the next physical record, or errEnd, errTorn, a
 // corruption error or an I/O error.
 func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
+	r.dropBlock, r.zeroEnd = false, false
 	for {
 		left := r.n - r.off
+		r.fragStart = r.blockStart + int64(r.off)
 		if left < HeaderSize {
 			if !r.eof {
 				// A full block's trailer (or the start): move on.
@@ -169,6 +216,8 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 			// Preallocated or zero-filled space: the log ends here. (A
 			// header with only its type and length zero is damage: the
 			// checksum check below reports it.)
+			r.zeroEnd = true
+			r.dropBlock = true
 			return 0, nil, errEnd
 		}
 		hsize := HeaderSize
@@ -180,11 +229,14 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 				if misframed(hdr) {
 					// The fragment is whole: a damaged header, not a
 					// write cut short by a crash.
+					r.dropBlock = true
 					return 0, nil, r.corrupt(r.blockStart+int64(r.off),
 						"fragment length %d or type %d damaged (a complete fragment follows the header)", length, typ)
 				}
+				r.dropBlock = true
 				return 0, nil, errTorn
 			}
+			r.dropBlock = true
 			return 0, nil, r.corrupt(r.blockStart+int64(r.off),
 				"fragment length %d overruns the block", length)
 		}
@@ -192,6 +244,7 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 		payload = hdr[hsize : hsize+length]
 		want := binary.LittleEndian.Uint32(hdr[0:4])
 		if typ > setCompression || fragmentCRC(typ, extra, payload) != want {
+			r.dropBlock = true
 			if typ > setCompression {
 				return 0, nil, r.corrupt(r.blockStart+int64(r.off), "unknown fragment type %d", typ)
 			}
