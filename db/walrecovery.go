@@ -26,8 +26,12 @@ const (
 	// kTolerateCorruptedTailRecords) is the default: a torn tail of the
 	// newest WAL is dropped (those writes were never acknowledged); any
 	// other damage fails Open with ErrCorruption naming the file and
-	// offset. Unlike RocksDB, a torn tail in an older WAL is damage too,
-	// and a zero-filled header ends a log even if records follow it.
+	// offset. Unlike RocksDB, a torn tail in an older WAL is damage too
+	// (Strata syncs a WAL before it starts the next one). A zero-filled
+	// header ends the newest WAL even if records follow it (a power loss
+	// can leave unsynced blocks as zeroes); in an older WAL, records after
+	// zeroes are damage: applying the newer WALs would leave a hole in the
+	// history.
 	WALRecoveryTolerateCorruptedTail WALRecoveryMode = iota
 	// WALRecoveryAbsoluteConsistency (kAbsoluteConsistency): any damage,
 	// a torn tail of the newest WAL included, fails Open with
@@ -87,7 +91,11 @@ func (d *DB) replayWALLocked(num uint64, last bool) (stop bool, err error) {
 		switch {
 		case err == io.EOF:
 			zoff, zero := r.ZeroEnd()
-			if !zero || mode == WALRecoveryTolerateCorruptedTail {
+			if !zero || (mode == WALRecoveryTolerateCorruptedTail && last) {
+				// A zero-filled end of the newest WAL is what a power
+				// loss leaves of writes that were never synced: whatever
+				// follows it was not synced either (a sync would have
+				// made the zeroes real data), so it is the torn tail.
 				return false, nil
 			}
 			if mode == WALRecoverySkipAnyCorrupted {

@@ -123,7 +123,8 @@ type walDamage struct {
 	first int
 	torn  bool
 	// zeroAt: the damage is a zero-filled block that starts exactly at a
-	// record (a zero header, which the default mode takes for the end).
+	// record (a zero header, which the default mode takes for the end of
+	// the newest WAL, and for damage in an older one).
 	zeroAt bool
 	// lost are the records a skipping reader loses.
 	lost map[int]bool
@@ -136,12 +137,11 @@ func (ws *walSet) expect(dmg *walDamage, mode db.WALRecoveryMode) (applied map[i
 	last := dmg.log == len(ws.logs)-1
 	for _, r := range ws.recs {
 		before := r.log < dmg.log || (r.log == dmg.log && r.i < dmg.first)
-		after := r.log > dmg.log
 		switch mode {
 		case db.WALRecoveryTolerateCorruptedTail:
 			switch {
-			case dmg.zeroAt:
-				if before || after {
+			case dmg.zeroAt && last:
+				if before {
 					applied[r.i] = true
 				}
 			case dmg.torn && (last || dmg.first < 0):
