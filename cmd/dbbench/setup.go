@@ -71,6 +71,12 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 		fmt.Fprintf(stdout, "STATISTICS:\n")
 		printProperties(stdout, b.eng, statsProperties)
 	}
+	if err == nil {
+		// Last, on a line of its own: the progress line (stderr, maybe the
+		// same terminal) is blanked first.
+		b.progress.clear()
+		readMemory().print(stdout)
+	}
 	return err
 }
 
