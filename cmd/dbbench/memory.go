@@ -3,13 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 )
 
 // memoryReport is what dbbench prints about its own memory at the end of a
-// run: the process's peak resident set (getrusage's ru_maxrss, the figure
-// GNU time reports as "Maximum resident set size") and the Go heap at that
-// moment.
+// run: the process's peak resident set over the whole run, Close included
+// (getrusage's ru_maxrss, the figure GNU time reports as "Maximum resident
+// set size"), and the Go heap after the last benchmark, with the database
+// still open.
 type memoryReport struct {
 	peakRSS   int64 // bytes; -1 where the platform does not report it
 	heapInuse uint64
@@ -39,4 +42,19 @@ func (r memoryReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "strata.memory: peak_rss=%s heap_inuse=%.1f MB heap_sys=%.1f MB go_sys=%.1f MB gc=%d\n",
 		rss, float64(r.heapInuse)/mb, float64(r.heapSys)/mb, float64(r.goSys)/mb, r.numGC)
+}
+
+// writeHeapProfile writes the heap profile to name, after a GC so that its
+// in-use figures are current.
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	err = pprof.WriteHeapProfile(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -67,4 +69,13 @@ func TestPeakRSSUnits(t *testing.T) {
 	w.Reset()
 	memoryReport{peakRSS: -1}.print(&w)
 	require.True(t, strings.HasPrefix(w.String(), "strata.memory: peak_rss=n/a heap_inuse=0.0 MB"), w.String())
+}
+
+func TestBench_MemProfileFake(t *testing.T) {
+	useFake(t)
+	p := filepath.Join(t.TempDir(), "heap.pprof")
+	runBench(t, "-benchmarks=fillseq", "-num=100", "-memprofile="+p)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NotEmpty(t, b)
 }
