@@ -37,10 +37,10 @@ func TestBench_MemoryLineLastFake(t *testing.T) {
 		require.NoError(t, err)
 		inuse, err := strconv.ParseFloat(m[2], 64)
 		require.NoError(t, err)
-		// The process holds at least its Go heap in memory.
+		// Heap in use need not be resident (untouched spans), so the two
+		// are not ordered; both are reported.
 		require.Greater(t, rss, 0.0)
 		require.Greater(t, inuse, 0.0)
-		require.GreaterOrEqual(t, rss, inuse)
 		found := false
 		for _, l := range lines {
 			found = found || resultLine.MatchString(l)
