@@ -98,6 +98,10 @@ type DB struct {
 		// for flush, oldest first.
 		mem *memTable
 		imm []*memTable
+		// memNextSize is the arena size of the next memtable the write path
+		// makes (see nextMemTableSizeLocked); 0 before the first.
+		memNextSize int
+
 		log struct {
 			num    uint64
 			file   vfs.File

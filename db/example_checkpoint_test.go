@@ -49,21 +49,22 @@ func ExampleDB_Checkpoint() {
 func ExampleDB_ApproximateSize() {
 	d, cleanup := exampleDB(nil)
 	defer cleanup()
-	for i := 0; i < 10000; i++ {
+	// 1000 entries stay in the first memtable, which starts small.
+	for i := 0; i < 1000; i++ {
 		if err := d.Put([]byte(fmt.Sprintf("key%05d", i)), make([]byte, 100), nil); err != nil {
 			log.Fatal(err)
 		}
 	}
-	mem, err := d.ApproximateSize([]byte("key00000"), []byte("key05000"),
+	mem, err := d.ApproximateSize([]byte("key00000"), []byte("key00500"),
 		&db.ApproximateSizeOptions{IncludeMemtables: true, ExcludeFiles: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("memtable bytes in the lower half:", mem) // 5000 × (8-byte key + 8-byte trailer + 100)
+	fmt.Println("memtable bytes in the lower half:", mem) // 500 × (8-byte key + 8-byte trailer + 100)
 	if err := d.Flush(); err != nil {
 		log.Fatal(err)
 	}
-	half, _ := d.ApproximateSize([]byte("key00000"), []byte("key05000"), nil)
+	half, _ := d.ApproximateSize([]byte("key00000"), []byte("key00500"), nil)
 	all, _ := d.ApproximateSize(nil, nil, nil)
 	fmt.Printf("on disk, the lower half is about %.1f of the whole\n", float64(half)/float64(all))
 	keys, _ := d.GetProperty(db.PropEstimateNumKeys)
@@ -71,8 +72,8 @@ func ExampleDB_ApproximateSize() {
 	_, err = d.ApproximateSize([]byte("b"), []byte("a"), nil)
 	fmt.Println("start > end:", errorsIs(err, db.ErrInvalidArgument))
 	// Output:
-	// memtable bytes in the lower half: 580000
+	// memtable bytes in the lower half: 58000
 	// on disk, the lower half is about 0.5 of the whole
-	// estimated keys: 10000
+	// estimated keys: 1000
 	// start > end: true
 }

@@ -11,14 +11,33 @@ import (
 	"github.com/stratadb/strata/internal/version"
 )
 
-// newMemTable makes a memtable whose arena holds at least need bytes. Open,
-// SetOptions and the write path keep the size within memtable.MaxArenaSize;
-// a size beyond it is an ErrInvalidArgument error, never a panic.
-func (d *DB) newMemTable(logNum uint64, need int) (*memTable, error) {
+// initialMemTableSize is the arena size of the first memtable the write
+// path makes after Open. Each later one is twice the previous, up to the
+// write buffer size, as in Pebble: a database that is opened and only read
+// never allocates a full write buffer, and one that takes a few writes
+// holds a small arena. The cost is a few small L0 tables at the start of a
+// bulk load.
+const initialMemTableSize = 256 << 10
+
+// nextMemTableSizeLocked returns the arena size for the next memtable of the
+// write path and doubles the one after it, up to the write buffer size.
+// d.mu must be held.
+func (d *DB) nextMemTableSizeLocked() int {
+	wbs := int(d.writeBufferSize.Load())
+	size := min(wbs, max(d.mu.memNextSize, initialMemTableSize))
+	d.mu.memNextSize = min(wbs, 2*size)
+	return size
+}
+
+// newMemTable makes a memtable whose arena has size bytes, or more when it
+// must hold need bytes. Open, SetOptions and the write path keep the size
+// within memtable.MaxArenaSize; a size beyond it is an ErrInvalidArgument
+// error, never a panic.
+func (d *DB) newMemTable(logNum uint64, need, size int) (*memTable, error) {
 	// The empty memtable's sentinels use arena bytes too: without room for
 	// need after them, fits(need) would never hold and the writer would
 	// rotate empty memtables forever.
-	size := max(int(d.writeBufferSize.Load()), need+memtable.EmptySize)
+	size = max(size, need+memtable.EmptySize)
 	m, err := memtable.Make(size)
 	if err != nil {
 		return nil, errors.Wrapf(err, "strata: memtable for a write of %d bytes", need)
@@ -30,8 +49,15 @@ func (d *DB) newMemTable(logNum uint64, need int) (*memTable, error) {
 // for its successor and schedules a flush. An empty memtable too small for
 // need is just replaced. d.mu must be held.
 func (d *DB) rotateMemtableLocked(need int) error {
+	size := d.nextMemTableSizeLocked()
+	if d.closed.Load() {
+		// The final flush of Close: nothing is written after it, so the
+		// successor needs no room (a stray write would replace it, as an
+		// empty memtable too small for its need).
+		size = 0
+	}
 	if d.mu.mem.Empty() {
-		m, err := d.newMemTable(d.mu.mem.logNum, need)
+		m, err := d.newMemTable(d.mu.mem.logNum, need, size)
 		if err != nil {
 			return err
 		}
@@ -40,7 +66,7 @@ func (d *DB) rotateMemtableLocked(need int) error {
 		return nil
 	}
 	// Make the successor first: a failure leaves everything as it was.
-	next, err := d.newMemTable(0, need)
+	next, err := d.newMemTable(0, need, size)
 	if err != nil {
 		return err
 	}

@@ -229,7 +229,9 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 			toReplay = append(toReplay, n)
 		}
 	}
-	mem, err := d.newMemTable(0, 0)
+	// An empty arena: the first recovered batch replaces it with a full
+	// write buffer, and a database without WAL records allocates none.
+	mem, err := d.newMemTable(0, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -266,7 +268,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	if err := d.openWALLocked(newLog); err != nil {
 		return err
 	}
-	if d.mu.mem, err = d.newMemTable(newLog, 0); err != nil {
+	if d.mu.mem, err = d.newMemTable(newLog, 0, d.nextMemTableSizeLocked()); err != nil {
 		return err
 	}
 	killpoint.Maybe("open.before_recovery_manifest")
@@ -290,7 +292,9 @@ func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) err
 			name, offset, b.Len(), b.Count(), need, maxBatchArena)
 	}
 	if !d.mu.mem.fits(need) {
-		m, err := d.newMemTable(0, need)
+		// Replay fills whole write buffers: small ones would only make
+		// small L0 tables.
+		m, err := d.newMemTable(0, need, int(d.writeBufferSize.Load()))
 		if err != nil {
 			return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)
 		}

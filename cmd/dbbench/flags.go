@@ -65,6 +65,7 @@ type config struct {
 	reportFile         string
 	reportPlot         string // ours: SVG of throughput and p99 over time
 	cpuProfile         string // ours: write a Go CPU profile of the run
+	memProfile         string // ours: write a Go heap profile at the end
 	mergeOperator      string // db_bench's -merge_operator name ("" = none)
 	mergeKeys          int64  // < 0 = num
 	mergeReadPercent   int
@@ -132,6 +133,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.mergeKeys, "merge_keys", -1, "distinct keys mergerandom and readrandommergerandom use; negative means -num")
 	fs.IntVar(&c.mergeReadPercent, "mergereadpercent", 70, "readrandommergerandom: percentage of merges (the rest are reads)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
+	fs.StringVar(&c.memProfile, "memprofile", "", "ours: write a Go heap profile (go tool pprof; inuse and alloc figures) to this file after the last benchmark, with the database open")
 	return fs, benchmarks
 }
 

@@ -48,9 +48,18 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 	if b.eng, err = openFunc(c); err != nil {
 		return fmt.Errorf("open %s: %w", b.dir, err)
 	}
+	var mem *memoryReport
 	defer func() {
 		if cerr := b.eng.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("close: %w", cerr)
+		}
+		if err == nil && mem != nil {
+			// Last, on a line of its own, and after Close: its final flush
+			// counts toward the peak too. The progress line (stderr, maybe
+			// the same terminal) is blanked first.
+			b.progress.clear()
+			mem.peakRSS = peakRSS()
+			mem.print(stdout)
 		}
 	}()
 	b.printHeader()
@@ -70,6 +79,14 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 	if err == nil && c.statistics {
 		fmt.Fprintf(stdout, "STATISTICS:\n")
 		printProperties(stdout, b.eng, statsProperties)
+	}
+	if err == nil {
+		// The heap with the database still open; peak RSS after Close.
+		m := readMemory()
+		mem = &m
+		if c.memProfile != "" {
+			err = writeHeapProfile(c.memProfile)
+		}
 	}
 	return err
 }
