@@ -39,6 +39,23 @@ type blockIter struct {
 // init points the iterator at block. It returns false when the restart
 // array or footer is malformed.
 func (i *blockIter) init(block []byte, cmp func(a, b []byte) int) bool {
+	if !i.initTrusted(block, cmp) {
+		return false
+	}
+	if !i.restartsValid() {
+		i.corrupt = true
+		i.data = nil
+		return false
+	}
+	return true
+}
+
+// initTrusted is init for a block whose restart array init has already
+// accepted once (index blocks and partitions, checked when the table is
+// opened and pinned for its lifetime): it parses the footer in O(1) instead
+// of checking every restart offset, which for an index block of thousands
+// of entries would cost more than the lookup itself.
+func (i *blockIter) initTrusted(block []byte, cmp func(a, b []byte) int) bool {
 	*i = blockIter{cmp: cmp, keyBuf: i.keyBuf[:0], isIndex: i.isIndex,
 		deltaValues: i.deltaValues, firstKey: i.firstKey, offset: -1}
 	if len(block) < 4 {
@@ -63,22 +80,24 @@ func (i *blockIter) init(block []byte, cmp func(a, b []byte) int) bool {
 		i.corrupt = true
 		return false
 	}
-	restartsOff := end - 4*n
-	// Restart offsets start at 0 and increase strictly within the entries
-	// (an empty block has the single restart 0): the binary searches of
-	// seekGE and prev land on wrong entries otherwise.
+	i.data = block
+	i.numRestarts = n
+	i.restartsOff = end - 4*n
+	return true
+}
+
+// restartsValid reports whether the restart offsets start at 0 and increase
+// strictly within the entries (an empty block has the single restart 0):
+// the binary searches of seekGE and prev land on wrong entries otherwise.
+func (i *blockIter) restartsValid() bool {
 	prev := -1
-	for r := 0; r < n; r++ {
-		o := int(binary.LittleEndian.Uint32(block[restartsOff+4*r:]))
-		if o <= prev || (r == 0 && o != 0) || (o >= restartsOff && restartsOff > 0) {
-			i.corrupt = true
+	for r := 0; r < i.numRestarts; r++ {
+		o := int(binary.LittleEndian.Uint32(i.data[i.restartsOff+4*r:]))
+		if o <= prev || (r == 0 && o != 0) || (o >= i.restartsOff && i.restartsOff > 0) {
 			return false
 		}
 		prev = o
 	}
-	i.data = block
-	i.numRestarts = n
-	i.restartsOff = restartsOff
 	return true
 }
 

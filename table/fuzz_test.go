@@ -49,7 +49,7 @@ func seedBlocks(tb testing.TB, b []byte) (data, index [][]byte, props []byte) {
 	r, err := Open(&memFile{b: b}, int64(len(b)), ReaderOptions{FileName: "seed.sst"})
 	require.NoError(tb, err)
 	var it blockIter
-	require.True(tb, r.initIndexIter(&it, r.index, r.firstKeyIndex))
+	require.True(tb, r.initIndexIter(&it, r.index, r.firstKeyIndex, false))
 	for ok := it.first(); ok; ok = it.next() {
 		blk, err := r.readRaw(it.handle, nil, true)
 		require.NoError(tb, err)

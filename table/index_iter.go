@@ -23,7 +23,7 @@ func (x *indexIter) init(r *Reader) {
 	x.r = r
 	x.twoLevel = r.partitions != nil
 	x.err = nil
-	r.initIndexIter(&x.top, r.index, r.firstKeyIndex && !x.twoLevel)
+	r.initIndexIter(&x.top, r.index, r.firstKeyIndex && !x.twoLevel, true)
 }
 
 func (x *indexIter) cur() *blockIter {
@@ -49,7 +49,7 @@ func (x *indexIter) loadPart() bool {
 		x.err = x.r.corruptf("index partition at offset %d not found", x.top.handle.offset)
 		return false
 	}
-	if !x.r.initIndexIter(&x.part, b, x.r.firstKeyIndex) {
+	if !x.r.initIndexIter(&x.part, b, x.r.firstKeyIndex, true) {
 		x.err = x.r.corruptf("bad index partition at offset %d", x.top.handle.offset)
 		return false
 	}
@@ -159,7 +159,7 @@ func (r *Reader) readPartitionedFilter(h blockHandle) (*partitionedFilter, error
 	}
 	pf := &partitionedFilter{top: b, parts: make(map[uint64][]byte)}
 	var it blockIter
-	if !r.initIndexIter(&it, b, false) {
+	if !r.initIndexIter(&it, b, false, false) {
 		return nil, r.corruptf("bad partitioned filter index at offset %d", h.offset)
 	}
 	for ok := it.first(); ok; ok = it.next() {
@@ -180,7 +180,7 @@ func (r *Reader) readPartitionedFilter(h blockHandle) (*partitionedFilter, error
 // key past every separator is not in the table.
 func (pf *partitionedFilter) mayContain(r *Reader, key []byte) bool {
 	var it blockIter
-	if !r.initIndexIter(&it, pf.top, false) {
+	if !r.initIndexIter(&it, pf.top, false, true) {
 		return true
 	}
 	target := key

@@ -253,7 +253,7 @@ func TestInterop_SSTDumpDetectsDamage(t *testing.T) {
 // indexEntries decodes r's index block: separator keys and handles.
 func indexEntries(t *testing.T, r *Reader) (keys []string, handles []blockHandle) {
 	var it blockIter
-	require.True(t, r.initIndexIter(&it, r.index, false))
+	require.True(t, r.initIndexIter(&it, r.index, false, false))
 	for ok := it.first(); ok; ok = it.next() {
 		keys = append(keys, string(it.key))
 		handles = append(handles, it.handle)

@@ -254,9 +254,15 @@ func (r *Reader) readProperties() error {
 	return r.setGlobalSeq()
 }
 
-// newIndexBlockIter prepares it to walk an index block (or partition).
-func (r *Reader) initIndexIter(it *blockIter, block []byte, firstKey bool) bool {
+// initIndexIter prepares it to walk an index block (or partition).
+// checked says the block was accepted by a full init before: readIndex
+// checks every index block and partition once when the table opens, and
+// they stay pinned, so later iterators skip the O(restarts) check.
+func (r *Reader) initIndexIter(it *blockIter, block []byte, firstKey, checked bool) bool {
 	it.isIndex, it.deltaValues, it.firstKey = true, r.deltaIndex, firstKey
+	if checked {
+		return it.initTrusted(block, r.indexCmp)
+	}
 	return it.init(block, r.indexCmp)
 }
 
@@ -268,7 +274,7 @@ func (r *Reader) readIndex() error {
 	}
 	r.index = b
 	var it blockIter
-	if !r.initIndexIter(&it, b, r.firstKeyIndex && r.props.IndexType != IndexTwoLevelSearch) {
+	if !r.initIndexIter(&it, b, r.firstKeyIndex && r.props.IndexType != IndexTwoLevelSearch, false) {
 		return r.corruptf("bad index block at offset %d", h.offset)
 	}
 	if r.props.IndexType != IndexTwoLevelSearch {
@@ -282,7 +288,7 @@ func (r *Reader) readIndex() error {
 			return err
 		}
 		var pit blockIter
-		if !r.initIndexIter(&pit, pb, false) {
+		if !r.initIndexIter(&pit, pb, false, false) {
 			return r.corruptf("bad index partition at offset %d", ph.offset)
 		}
 		r.partitions[ph.offset] = pb
