@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +38,10 @@ type testNode struct {
 }
 
 type testCluster struct {
-	t     *testing.T
+	t *testing.T
+	// mu guards each node's r, store and fsm, which client goroutines read
+	// while the test goroutine stops and restarts nodes.
+	mu    sync.Mutex
 	nodes []*testNode
 	conf  func(*raft.Config)
 }
@@ -93,10 +97,9 @@ func newCluster(t *testing.T, n int, conf func(*raft.Config)) *testCluster {
 
 func (c *testCluster) start(nd *testNode, bootstrap *raft.Configuration) {
 	t := c.t
-	var err error
-	nd.store, err = Open(filepath.Join(nd.dir, "raft"), nil, nil)
+	store, err := Open(filepath.Join(nd.dir, "raft"), nil, nil)
 	require.NoError(t, err)
-	nd.fsm, err = OpenFSM(filepath.Join(nd.dir, "fsm"), nil)
+	fsm, err := OpenFSM(filepath.Join(nd.dir, "fsm"), nil)
 	require.NoError(t, err)
 	nd.snaps, err = raft.NewFileSnapshotStore(filepath.Join(nd.dir, "snaps"), 2, io.Discard)
 	require.NoError(t, err)
@@ -105,18 +108,24 @@ func (c *testCluster) start(nd *testNode, bootstrap *raft.Configuration) {
 		c.conf(cfg)
 	}
 	if bootstrap != nil {
-		require.NoError(t, raft.BootstrapCluster(cfg, nd.store, nd.store, nd.snaps, nd.trans, *bootstrap))
+		require.NoError(t, raft.BootstrapCluster(cfg, store, store, nd.snaps, nd.trans, *bootstrap))
 	}
-	nd.r, err = raft.NewRaft(cfg, nd.fsm, nd.store, nd.store, nd.snaps, nd.trans)
+	r, err := raft.NewRaft(cfg, fsm, store, store, nd.snaps, nd.trans)
 	require.NoError(t, err)
+	c.mu.Lock()
+	nd.store, nd.fsm, nd.r = store, fsm, r
+	c.mu.Unlock()
 }
 
 // stop shuts a node down and closes its stores, as a clean process exit.
 func (c *testCluster) stop(nd *testNode) {
-	require.NoError(c.t, nd.r.Shutdown().Error())
+	c.mu.Lock()
+	r, store, fsm := nd.r, nd.store, nd.fsm
 	nd.r = nil
-	require.NoError(c.t, nd.store.Close())
-	require.NoError(c.t, nd.fsm.Close())
+	c.mu.Unlock()
+	require.NoError(c.t, r.Shutdown().Error())
+	require.NoError(c.t, store.Close())
+	require.NoError(c.t, fsm.Close())
 	for _, o := range c.nodes {
 		if o != nd {
 			o.trans.Disconnect(nd.addr)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/hashicorp/raft"
@@ -123,6 +124,26 @@ func (f *FSM) Get(key []byte) ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.d.Get(key, nil)
+}
+
+// LinearizableGet reads key on the leader r with linearizable semantics:
+// a barrier makes the FSM apply every entry committed before the call,
+// the read follows, and a leadership check after the read makes sure no
+// other leader could have committed a write in between. It fails (with
+// raft.ErrNotLeader, for one) when r is not the leader; the caller retries
+// on the current leader. f must be r's state machine.
+func (f *FSM) LinearizableGet(r *raft.Raft, key []byte, timeout time.Duration) ([]byte, error) {
+	if err := r.Barrier(timeout).Error(); err != nil {
+		return nil, err
+	}
+	v, err := f.Get(key)
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return nil, err
+	}
+	if verr := r.VerifyLeader().Error(); verr != nil {
+		return nil, verr
+	}
+	return v, err
 }
 
 // View runs fn with the current database; a Restore waits until fn

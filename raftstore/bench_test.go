@@ -1,0 +1,122 @@
+package raftstore
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/stretchr/testify/require"
+)
+
+// benchStores opens each log store the benchmarks compare, synced as raft
+// uses them.
+var benchStores = []struct {
+	name string
+	open func(b *testing.B, dir string) (raft.LogStore, func() error)
+}{
+	{"strata", func(b *testing.B, dir string) (raft.LogStore, func() error) {
+		s, err := Open(filepath.Join(dir, "strata"), nil, nil)
+		require.NoError(b, err)
+		return s, s.Close
+	}},
+	{"boltdb", func(b *testing.B, dir string) (raft.LogStore, func() error) {
+		s, err := raftboltdb.NewBoltStore(filepath.Join(dir, "bolt.db"))
+		require.NoError(b, err)
+		return s, s.Close
+	}},
+}
+
+func benchLogs(start uint64, n, size int, rng *rand.Rand) []*raft.Log {
+	logs := make([]*raft.Log, n)
+	for i := range logs {
+		data := make([]byte, size)
+		rng.Read(data)
+		logs[i] = &raft.Log{Index: start + uint64(i), Term: 1, Type: raft.LogCommand, Data: data}
+	}
+	return logs
+}
+
+// BenchmarkStoreLogs stores batches of entries, each batch one synced
+// write, as a raft leader or follower does.
+func BenchmarkStoreLogs(b *testing.B) {
+	for _, st := range benchStores {
+		for _, size := range []int{128, 4096} {
+			for _, batch := range []int{1, 16, 256} {
+				b.Run(fmt.Sprintf("store=%s/size=%d/batch=%d", st.name, size, batch), func(b *testing.B) {
+					s, closeFn := st.open(b, b.TempDir())
+					defer func() { require.NoError(b, closeFn()) }()
+					rng := rand.New(rand.NewSource(1))
+					logs := benchLogs(1, batch, size, rng)
+					b.SetBytes(int64(batch * size))
+					b.ResetTimer()
+					next := uint64(1)
+					for i := 0; i < b.N; i++ {
+						for j, l := range logs {
+							l.Index = next + uint64(j)
+						}
+						next += uint64(batch)
+						if err := s.StoreLogs(logs); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "entries/s")
+				})
+			}
+		}
+	}
+}
+
+const benchReadEntries = 20000
+
+func benchFilled(b *testing.B, open func(b *testing.B, dir string) (raft.LogStore, func() error)) (raft.LogStore, func() error) {
+	s, closeFn := open(b, b.TempDir())
+	rng := rand.New(rand.NewSource(1))
+	for i := uint64(1); i <= benchReadEntries; i += 256 {
+		require.NoError(b, s.StoreLogs(benchLogs(i, 256, 128, rng)))
+	}
+	return s, closeFn
+}
+
+// BenchmarkGetLog reads single entries at random indices.
+func BenchmarkGetLog(b *testing.B) {
+	for _, st := range benchStores {
+		b.Run("store="+st.name, func(b *testing.B) {
+			s, closeFn := benchFilled(b, st.open)
+			defer func() { require.NoError(b, closeFn()) }()
+			rng := rand.New(rand.NewSource(2))
+			var l raft.Log
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := s.GetLog(1+uint64(rng.Intn(benchReadEntries)), &l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGetLogsRange reads 256 consecutive entries, as raft's
+// replication does when it sends a follower a run of the log.
+func BenchmarkGetLogsRange(b *testing.B) {
+	for _, st := range benchStores {
+		b.Run("store="+st.name, func(b *testing.B) {
+			s, closeFn := benchFilled(b, st.open)
+			defer func() { require.NoError(b, closeFn()) }()
+			rng := rand.New(rand.NewSource(3))
+			var l raft.Log
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := 1 + uint64(rng.Intn(benchReadEntries-256))
+				for j := uint64(0); j < 256; j++ {
+					if err := s.GetLog(start+j, &l); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*256)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}
