@@ -23,6 +23,16 @@ import (
 //     switch re-establishes this for every child but the current one.
 //   - items[i].key caches children[i].Key() for every i in the heap, so
 //     that comparisons do not call through the interface.
+//   - When second >= 1, heap[second] is the runner-up: the first of
+//     heap[1] and heap[2] in the current direction. Only the top's key
+//     changes while the top keeps winning, so the runner-up stays valid
+//     until the heap changes shape; second is 0 (unknown) otherwise.
+//
+// Fast path: step compares the top's new entry with the cached runner-up
+// only. While one child keeps winning (a long run of keys from one level,
+// the common case of a sequential scan), that is one comparison a step and
+// no heap work; when the top loses, it swaps with the runner-up and sifts
+// down from there.
 //
 // Next, Prev, Key and Value do not allocate.
 type Merging struct {
@@ -30,6 +40,9 @@ type Merging struct {
 	heap  []int
 	dir   int
 	err   error
+	// second is the heap position (1 or 2) of the runner-up, or 0 when not
+	// known.
+	second int
 }
 
 type mergeItem struct {
@@ -61,6 +74,7 @@ func (m *Merging) Init(iters ...Iterator) {
 	m.heap = m.heap[:0]
 	m.dir = 0
 	m.err = nil
+	m.second = 0
 }
 
 // less orders two heap entries for the current direction.
@@ -115,6 +129,7 @@ func (m *Merging) add(i int, valid bool) {
 // finish builds the heap after every child was positioned in direction dir.
 func (m *Merging) finish(dir int) bool {
 	m.dir = dir
+	m.second = 0
 	if m.err != nil {
 		m.heap = m.heap[:0]
 		return false
@@ -180,16 +195,44 @@ func (m *Merging) step() bool {
 	}
 	if valid {
 		m.items[cur].key = it.Key()
-	} else {
-		if err := it.Error(); err != nil {
-			m.err = err
-			m.heap = m.heap[:0]
-			return false
+		h := m.heap
+		if len(h) == 1 {
+			return true
 		}
-		last := len(m.heap) - 1
-		m.heap[0] = m.heap[last]
-		m.heap = m.heap[:last]
+		s := m.second
+		if s == 0 {
+			s = 1
+			if len(h) > 2 && m.less(h[2], h[1]) {
+				s = 2
+			}
+			m.second = s
+		}
+		if m.less(cur, h[s]) {
+			// The top keeps winning: nothing else in the heap moved.
+			if invariants.Enabled {
+				m.checkHeap()
+			}
+			return true
+		}
+		// The runner-up takes the top; the old top sifts down from the
+		// runner-up's place. The heap's shape changes.
+		h[0], h[s] = h[s], h[0]
+		m.second = 0
+		m.down(s)
+		if invariants.Enabled {
+			m.checkHeap()
+		}
+		return true
 	}
+	if err := it.Error(); err != nil {
+		m.err = err
+		m.heap = m.heap[:0]
+		return false
+	}
+	last := len(m.heap) - 1
+	m.heap[0] = m.heap[last]
+	m.heap = m.heap[:last]
+	m.second = 0
 	if len(m.heap) == 0 {
 		return false
 	}
@@ -299,5 +342,6 @@ func (m *Merging) Close() error {
 		m.items[i] = mergeItem{}
 	}
 	m.heap = m.heap[:0]
+	m.second = 0
 	return err
 }

@@ -19,4 +19,13 @@ func (m *Merging) checkHeap() {
 				i, m.dir, m.heap[(i-1)/2], m.items[m.heap[(i-1)/2]].key, c, m.items[c].key))
 		}
 	}
+	if s := m.second; s != 0 {
+		if s > 2 || s >= len(m.heap) {
+			panic(fmt.Sprintf("iterator: merging: runner-up position %d in a heap of %d", s, len(m.heap)))
+		}
+		if o := 3 - s; o < len(m.heap) && m.less(m.heap[o], m.heap[s]) {
+			panic(fmt.Sprintf("iterator: merging: cached runner-up at %d (child %d) loses to child %d",
+				s, m.heap[s], m.heap[o]))
+		}
+	}
 }

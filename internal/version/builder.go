@@ -111,6 +111,7 @@ func (b *builder) finish() (*Version, error) {
 			}
 		}
 	}
+	v.cacheSizes()
 	return v, nil
 }
 

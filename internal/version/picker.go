@@ -81,7 +81,29 @@ func (v *Version) Scores(o PickerOptions) [NumLevels]float64 {
 // estimated-pending-compaction-bytes does: L0's size once it reaches the
 // trigger, then each level's excess over its target times the fan-out into
 // the level below, the excess carried down.
+//
+// It is O(levels): level sizes are cached per Version, and the result for
+// the last options asked is memoized, so the write path, which asks once per
+// commit group, does not walk the files.
 func (v *Version) PendingCompactionBytes(o PickerOptions) uint64 {
+	if !v.sized {
+		return v.pendingCompactionBytes(o)
+	}
+	if m := v.pending.Load(); m != nil && m.o == o {
+		return m.n
+	}
+	n := v.pendingCompactionBytes(o)
+	v.pending.Store(&pendingMemo{o: o, n: n})
+	return n
+}
+
+// pendingMemo is one memoized PendingCompactionBytes answer.
+type pendingMemo struct {
+	o PickerOptions
+	n uint64
+}
+
+func (v *Version) pendingCompactionBytes(o PickerOptions) uint64 {
 	var pending, carry float64
 	if len(v.Levels[0]) >= o.L0Trigger {
 		carry = float64(v.LevelSize(0))

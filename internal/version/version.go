@@ -33,6 +33,16 @@ import (
 type Version struct {
 	Levels [NumLevels][]*FileMetadata
 
+	// sizes caches each level's total file size, filled once by cacheSizes
+	// before the Version is shared (sized then true). A Version built as a
+	// literal (tests) has sized false and LevelSize sums its files.
+	sizes [NumLevels]uint64
+	sized bool
+	// pending memoizes PendingCompactionBytes for the last PickerOptions
+	// asked: the write path asks once per commit group, and the options
+	// change only through SetOptions.
+	pending atomic.Pointer[pendingMemo]
+
 	refs atomic.Int32
 	// vs is the owning VersionSet, nil for a free-standing Version.
 	vs *VersionSet
@@ -61,13 +71,30 @@ func (v *Version) Refs() int32 { return v.refs.Load() }
 // NumFiles returns the number of files in level.
 func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
 
-// LevelSize returns the total size of the files in level.
+// LevelSize returns the total size of the files in level: O(1) for a
+// Version built by a VersionSet.
 func (v *Version) LevelSize(level int) uint64 {
+	if v.sized {
+		return v.sizes[level]
+	}
+	return sumSizes(v.Levels[level])
+}
+
+func sumSizes(files []*FileMetadata) uint64 {
 	var n uint64
-	for _, f := range v.Levels[level] {
+	for _, f := range files {
 		n += f.Size
 	}
 	return n
+}
+
+// cacheSizes fills the level-size cache. It must run before v is shared:
+// a Version's files never change once built.
+func (v *Version) cacheSizes() {
+	for level, files := range v.Levels {
+		v.sizes[level] = sumSizes(files)
+	}
+	v.sized = true
 }
 
 // AddLiveFileNums adds the number of every file of v to m.
