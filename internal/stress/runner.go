@@ -160,6 +160,24 @@ func (r *Runner) Run() error {
 	if cfg.Duration > 0 {
 		deadline = time.Now().Add(cfg.Duration)
 	}
+	if cfg.ExpectedLog != "" {
+		// A crash-mode child is killed at any time: it reports its counts
+		// as it goes, for the driver (CrashStats.ChildOps).
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			tk := time.NewTicker(100 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+					fmt.Fprintf(cfg.Log, "stress-progress %s\n", &r.Stats)
+				}
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for t := 0; t < cfg.Threads; t++ {
 		wg.Add(1)
