@@ -31,7 +31,9 @@ import (
 //     under a value of the same stripe is kept (no reader sees it) outside
 //     the oldest stripe at the bottommost level: once the value's own
 //     single deletion drops with it, this one must still hide what lies
-//     below, in older stripes or lower levels.
+//     below, in older stripes or lower levels. A Delete right under a
+//     value of the same stripe is kept for the same reason (Put, snapshot,
+//     Delete, Put, SingleDelete is within the contract).
 type compactionMerger struct {
 	d     *DB
 	out   *compactionOutputs
@@ -77,7 +79,7 @@ func (m *compactionMerger) run() error {
 		keepSD := sdUnderSet
 		sdUnderSet = false
 		if stripe == lastStripe {
-			if keepSD && k.Kind() == base.KindSingleDelete && !(bottommost && stripe == 0) {
+			if keepSD && (k.Kind() == base.KindSingleDelete || k.Kind() == base.KindDelete) && !(bottommost && stripe == 0) {
 				// Shadowed, but kept: see the type's comment.
 				if err := m.add(k, nil); err != nil {
 					return err

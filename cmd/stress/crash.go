@@ -70,6 +70,7 @@ func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration,
 	st, err := stress.RunCrash(cc)
 	fmt.Fprintf(os.Stderr, "stress: crash cycles %d: killed by the driver %d, by kill points %d %v, exited %d\n",
 		st.Cycles, st.Kills, st.KillPoints, st.KillPointNames, st.Exits)
+	fmt.Fprintf(os.Stderr, "stress: children (last progress of each, summed): %v\n", st.ChildOps)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stress: FAILED:", err)
 		return 1

@@ -37,6 +37,15 @@ type Config struct {
 	// (0 = never).
 	FlushOneIn, CompactRangeOneIn, SnapshotOneIn, SetOptionsOneIn, SwapExtractorOneIn int
 
+	// Operations added with merge, single delete, ingestion and
+	// checkpoints, each with probability 1/N per operation; 0 = the
+	// default rate (see WithDefaults), < 0 = never. Merge, SingleDelete and
+	// Ingest are off with FIFO or DisableWAL (which lose writes, so merged
+	// values cannot be checked exactly). IterRefreshOneIn is per iterator
+	// operation: SetBounds then Refresh (or SetBounds alone) and check
+	// again.
+	MergeOneIn, SingleDeleteOneIn, IngestOneIn, CheckpointOneIn, IterRefreshOneIn int
+
 	// ExpectedLog, when set, persists the oracle (crash mode's child): it is
 	// loaded and verified at start, then every write's intent and outcome is
 	// appended to it.
@@ -69,6 +78,14 @@ func (c Config) WithDefaults() Config {
 		c.IterPercent+c.BatchPercent+c.MultiGetPercent == 0 {
 		c.ReadPercent, c.PrefixPercent, c.WritePercent, c.DelPercent = 25, 10, 25, 8
 		c.DelRangePercent, c.IterPercent, c.BatchPercent, c.MultiGetPercent = 2, 10, 12, 8
+	}
+	def(&c.MergeOneIn, 8)
+	def(&c.SingleDeleteOneIn, 40)
+	def(&c.IngestOneIn, 400)
+	def(&c.CheckpointOneIn, 3000)
+	def(&c.IterRefreshOneIn, 3)
+	if c.FIFO || c.DisableWAL {
+		c.MergeOneIn, c.SingleDeleteOneIn, c.IngestOneIn = -1, -1, -1
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

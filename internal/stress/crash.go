@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"os/exec"
 	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +35,26 @@ type CrashConfig struct {
 type CrashStats struct {
 	Cycles, Kills, KillPoints, Exits int
 	KillPointNames                   map[string]int
+	// ChildOps sums, over the children, the counts of the last progress
+	// line each printed ("stress-progress ops=... merges=..."): what the
+	// killed children did.
+	ChildOps map[string]int64
+}
+
+var progressRE = regexp.MustCompile(`(?m)^stress-progress (.*)$`)
+
+// addProgress adds the counts of the last progress line in out.
+func (st *CrashStats) addProgress(out []byte) {
+	ms := progressRE.FindAllSubmatch(out, -1)
+	if len(ms) == 0 {
+		return
+	}
+	for _, f := range strings.Fields(string(ms[len(ms)-1][1])) {
+		name, v, ok := strings.Cut(f, "=")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			st.ChildOps[name] += n
+		}
+	}
 }
 
 var killPointRE = regexp.MustCompile(`killpoint: (\S+)`)
@@ -40,7 +62,7 @@ var killPointRE = regexp.MustCompile(`killpoint: (\S+)`)
 // RunCrash runs the crash test. A child that exits with a failure (a wrong
 // answer after recovery) ends it with an error carrying the child's output.
 func RunCrash(cc CrashConfig) (CrashStats, error) {
-	st := CrashStats{KillPointNames: map[string]int{}}
+	st := CrashStats{KillPointNames: map[string]int{}, ChildOps: map[string]int64{}}
 	if cc.Log == nil {
 		cc.Log = io.Discard
 	}
@@ -70,6 +92,7 @@ func RunCrash(cc CrashConfig) (CrashStats, error) {
 			}
 		}
 		st.Cycles++
+		st.addProgress(out.Bytes())
 		var ee *exec.ExitError
 		switch {
 		case err == nil:

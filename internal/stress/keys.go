@@ -73,3 +73,42 @@ func DecodeValue(i int, b []byte, mult int) (uint32, error) {
 	}
 	return v, nil
 }
+
+// valueLen is the length of Value(i, v, mult).
+func valueLen(i int, v uint32, mult int) int {
+	if mult < 1 {
+		mult = 1
+	}
+	return valueHeader + ((int(v)*7+i)%16+1)*mult
+}
+
+// DecodeValues decodes a value that is a concatenation of values Value
+// wrote for key index i (a put's value followed by merge operands, see
+// ConcatMergeOperator) and returns their versions, which must be strictly
+// increasing. A plain put's value gives one version.
+func DecodeValues(i int, b []byte, mult int) ([]uint32, error) {
+	var vs []uint32
+	for off := 0; off < len(b); {
+		rest := b[off:]
+		if len(rest) < valueHeader {
+			return vs, errors.Newf("value segment at offset %d: %d bytes is too short", off, len(rest))
+		}
+		v := binary.BigEndian.Uint32(rest[4:])
+		n := valueLen(i, v, mult)
+		if n > len(rest) {
+			return vs, errors.Newf("value segment at offset %d (version %d): %d bytes left, want %d", off, v, len(rest), n)
+		}
+		if _, err := DecodeValue(i, rest[:n], mult); err != nil {
+			return vs, errors.Wrapf(err, "value segment at offset %d", off)
+		}
+		if len(vs) > 0 && v <= vs[len(vs)-1] {
+			return vs, errors.Newf("value segment at offset %d: version %d after version %d", off, v, vs[len(vs)-1])
+		}
+		vs = append(vs, v)
+		off += n
+	}
+	if len(vs) == 0 {
+		return nil, errors.New("empty value")
+	}
+	return vs, nil
+}

@@ -99,6 +99,11 @@ type Oracle struct {
 	keyLocks []sync.Mutex
 	mu       []sync.Mutex // guards states, striped
 	states   []KeyState
+	// hist[i][j] describes version histBase[i]+1+j of key i: its kind
+	// (histPut...) and histAcked once acknowledged (or seen applied).
+	// Merged values are checked against it; guarded by the stripe locks.
+	hist     [][]byte
+	histBase []uint32
 
 	logMu sync.Mutex
 	log   *os.File // nil: not persisted
@@ -109,7 +114,8 @@ const oracleStripes = 64
 
 // NewOracle returns an oracle of n keys, all never written.
 func NewOracle(n int) *Oracle {
-	return &Oracle{keyLocks: make([]sync.Mutex, n), mu: make([]sync.Mutex, oracleStripes), states: make([]KeyState, n)}
+	return &Oracle{keyLocks: make([]sync.Mutex, n), mu: make([]sync.Mutex, oracleStripes), states: make([]KeyState, n),
+		hist: make([][]byte, n), histBase: make([]uint32, n)}
 }
 
 // N is the number of keys.
@@ -147,11 +153,184 @@ func (o *Oracle) States(lo, hi int) []KeyState {
 	return out
 }
 
-// Write is one key of a write operation: a put or a delete.
+// Write is one key of a write operation: a put, a delete (Del), a single
+// delete (Del and Single) or a merge (Merge).
 type Write struct {
 	Key     int
 	Del     bool
+	Merge   bool
+	Single  bool
 	Version uint32 // set by Begin
+}
+
+// History entry kinds.
+const (
+	histPut       byte = 0
+	histDel       byte = 1
+	histMerge     byte = 2
+	histSingleDel byte = 3
+	histKindMask  byte = 3
+	histAcked     byte = 0x10
+)
+
+func (w Write) histKind() byte {
+	switch {
+	case w.Del && w.Single:
+		return histSingleDel
+	case w.Del:
+		return histDel
+	case w.Merge:
+		return histMerge
+	}
+	return histPut
+}
+
+// flags encodes the kind in an intent record's flag byte.
+func (w Write) flags() byte { return w.histKind() + 1 }
+
+func writeFromFlags(key int, f byte, v uint32) Write {
+	w := Write{Key: key, Version: v}
+	switch f - 1 {
+	case histDel:
+		w.Del = true
+	case histSingleDel:
+		w.Del, w.Single = true, true
+	case histMerge:
+		w.Merge = true
+	}
+	return w
+}
+
+// histAt returns the history entry of version v of key i (stripe lock
+// held); ok false if v is 0 or pruned.
+func (o *Oracle) histAt(i int, v uint32) (e byte, ok bool) {
+	b := o.histBase[i]
+	if v <= b || int(v-b) > len(o.hist[i]) {
+		return 0, false
+	}
+	return o.hist[i][v-b-1], true
+}
+
+// setHist appends version v's entry to key i's history (stripe lock held).
+func (o *Oracle) setHist(i int, v uint32, e byte) {
+	b := o.histBase[i]
+	if len(o.hist[i]) == 0 && b == 0 && v > 1 {
+		b = v - 1
+		o.histBase[i] = b
+	}
+	for uint32(len(o.hist[i]))+b < v-1 {
+		o.hist[i] = append(o.hist[i], histPut) // a gap: unknown, unacknowledged
+	}
+	if uint32(len(o.hist[i]))+b == v-1 {
+		o.hist[i] = append(o.hist[i], e)
+	} else if v > b {
+		o.hist[i][v-b-1] = e
+	}
+}
+
+func (o *Oracle) ackHist(i int, v uint32) {
+	if e, ok := o.histAt(i, v); ok {
+		o.hist[i][v-o.histBase[i]-1] = e | histAcked
+	}
+}
+
+// prune drops key i's history below its newest acknowledged put or delete,
+// which no read can go past. Only with no operation running.
+func (o *Oracle) prune(i int) {
+	h := o.hist[i]
+	for j := len(h) - 1; j >= 0; j-- {
+		if h[j]&histAcked != 0 && h[j]&histKindMask != histMerge {
+			// Keep the entry before it too (single deletes look at it).
+			if j > 0 {
+				j--
+			}
+			o.hist[i] = append([]byte(nil), h[j:]...)
+			o.histBase[i] += uint32(j)
+			return
+		}
+	}
+}
+
+// SingleDeleteOK reports whether a single delete of key i is defined: the
+// key's last write is an acknowledged put and the write before it an
+// acknowledged delete (or none). The caller holds the key's lock.
+func (o *Oracle) SingleDeleteOK(i int) bool {
+	m := &o.mu[i%oracleStripes]
+	m.Lock()
+	defer m.Unlock()
+	s := o.states[i]
+	if s.Lo != s.Hi || s.Lo != s.Next || s.Lo == 0 {
+		return false
+	}
+	e, ok := o.histAt(i, s.Lo)
+	if !ok || e != histPut|histAcked {
+		return false
+	}
+	if s.Lo == 1 {
+		return true
+	}
+	p, ok := o.histAt(i, s.Lo-1)
+	return ok && p&histAcked != 0 && (p&histKindMask == histDel || p&histKindMask == histSingleDel)
+}
+
+// CheckMerged checks a read of key i that found value, where values may be
+// merged (a put's value or nothing, then merge operands): as CheckRead for
+// the newest version in it, and against the key's history: every other
+// version in it is a merge, the oldest a put or a merge onto nothing, and
+// no acknowledged write between them is missing.
+func (o *Oracle) CheckMerged(i int, pre, post KeyState, value []byte, mult int) error {
+	vs, err := DecodeValues(i, value, mult)
+	if err != nil {
+		return errors.Wrapf(err, "key %s: bad value %q", Key(i), truncate(value))
+	}
+	last := vs[len(vs)-1]
+	if last < pre.Lo || last > post.Next {
+		return errors.Newf("key %s: read version %d (versions %v), expected %s", Key(i), last, vs, expectDesc(pre, post))
+	}
+	m := &o.mu[i%oracleStripes]
+	m.Lock()
+	defer m.Unlock()
+	in := map[uint32]bool{}
+	for j, v := range vs {
+		in[v] = true
+		e, ok := o.histAt(i, v)
+		if !ok {
+			return errors.Newf("key %s: read versions %v: version %d is older than an acknowledged overwrite (history from %d)", Key(i), vs, v, o.histBase[i]+1)
+		}
+		k := e & histKindMask
+		if (j > 0 && k != histMerge) || (j == 0 && k != histMerge && k != histPut) {
+			return errors.Newf("key %s: read versions %v: version %d has kind %d", Key(i), vs, v, k)
+		}
+	}
+	for v := vs[0] + 1; v < last; v++ {
+		e, _ := o.histAt(i, v)
+		if in[v] || e&histAcked == 0 {
+			continue
+		}
+		if e&histKindMask == histMerge {
+			return errors.Newf("key %s: read versions %v: acknowledged merge %d is missing", Key(i), vs, v)
+		}
+		return errors.Newf("key %s: read versions %v: acknowledged overwrite %d (kind %d) is ignored", Key(i), vs, v, e&histKindMask)
+	}
+	if e, _ := o.histAt(i, vs[0]); e&histKindMask == histMerge {
+		// A merge onto nothing: the newest applied write before it must be
+		// a delete (or none), with no acknowledged merge in between.
+		for v := vs[0] - 1; v > o.histBase[i]; v-- {
+			e, _ := o.histAt(i, v)
+			k := e & histKindMask
+			if e&histAcked == 0 {
+				if k == histDel || k == histSingleDel || k == histPut {
+					break // may or may not be applied: cannot tell more
+				}
+				continue
+			}
+			if k == histDel || k == histSingleDel {
+				break
+			}
+			return errors.Newf("key %s: read versions %v: merged onto nothing, but acknowledged write %d (kind %d) is below", Key(i), vs, v, k)
+		}
+	}
+	return nil
 }
 
 // Begin marks the writes pending, giving each its version, and logs the
@@ -169,6 +348,7 @@ func (o *Oracle) Begin(ws []Write) (uint32, error) {
 		if w.Del {
 			s.LastDel = s.Next
 		}
+		o.setHist(w.Key, w.Version, w.histKind())
 		m.Unlock()
 	}
 	if o.log == nil {
@@ -179,7 +359,7 @@ func (o *Oracle) Begin(ws []Write) (uint32, error) {
 	o.opID++
 	buf := make([]byte, 0, len(ws)*recordLen)
 	for _, w := range ws {
-		buf = appendRecord(buf, record{kind: recIntent, del: w.Del, key: uint32(w.Key), a: w.Version, b: o.opID})
+		buf = appendRecord(buf, record{kind: recIntent, flags: w.flags(), key: uint32(w.Key), a: w.Version, b: o.opID})
 	}
 	_, err := o.log.Write(buf)
 	return o.opID, err
@@ -195,6 +375,7 @@ func (o *Oracle) Commit(op uint32, ws []Write) error {
 		m.Lock()
 		s := &o.states[w.Key]
 		s.Lo, s.Hi, s.Pending = w.Version, w.Version, 0
+		o.ackHist(w.Key, w.Version)
 		m.Unlock()
 	}
 	return nil
@@ -234,8 +415,16 @@ func (o *Oracle) Resolve(i int, found bool, v uint32) {
 	s := &o.states[i]
 	if found {
 		s.Lo, s.Hi = v, v
+		o.ackHist(i, v)
 	} else {
 		s.Lo, s.Hi = s.LastDel, s.LastDel
+	}
+	// Writes after what was read were not applied (lost with DisableWAL,
+	// or in flight at a crash): their acknowledgement no longer counts.
+	for u := s.Lo + 1; u <= s.Next; u++ {
+		if e, ok := o.histAt(i, u); ok {
+			o.hist[i][u-o.histBase[i]-1] = e &^ histAcked
+		}
 	}
 	s.Pending = 0
 	m.Unlock()
@@ -251,11 +440,12 @@ const (
 	recAck        byte = 'A' // b=op
 	recFail       byte = 'F' // b=op
 	recCheckpoint byte = 'S' // key, a=Lo, b=Hi, c=LastDel, d=Next
+	recHistory    byte = 'H' // key, a=version, flags=history entry (after the key's 'S')
 )
 
 type record struct {
 	kind       byte
-	del        bool
+	flags      byte // intent: Write.flags (1 put, 2 delete, 3 merge, 4 single delete)
 	key        uint32
 	a, b, c, d uint32
 }
@@ -263,9 +453,7 @@ type record struct {
 func appendRecord(buf []byte, r record) []byte {
 	var b [recordLen]byte
 	b[0] = r.kind
-	if r.del {
-		b[1] = 1
-	}
+	b[1] = r.flags
 	binary.LittleEndian.PutUint32(b[4:], r.key)
 	binary.LittleEndian.PutUint32(b[8:], r.a)
 	binary.LittleEndian.PutUint32(b[12:], r.b)
@@ -296,15 +484,21 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 	var order []uint32
 	for off := 0; off+recordLen <= len(data); off += recordLen {
 		b := data[off : off+recordLen]
-		r := record{kind: b[0], del: b[1] == 1, key: binary.LittleEndian.Uint32(b[4:]),
+		r := record{kind: b[0], flags: b[1], key: binary.LittleEndian.Uint32(b[4:]),
 			a: binary.LittleEndian.Uint32(b[8:]), b: binary.LittleEndian.Uint32(b[12:]),
 			c: binary.LittleEndian.Uint32(b[16:]), d: binary.LittleEndian.Uint32(b[20:])}
-		if (r.kind == recIntent || r.kind == recCheckpoint) && int(r.key) >= n {
+		if (r.kind == recIntent || r.kind == recCheckpoint || r.kind == recHistory) && int(r.key) >= n {
 			return nil, nil, errors.Newf("expected-state log %s: offset %d: key %d outside -max_key %d", path, off, r.key, n)
 		}
 		switch r.kind {
 		case recCheckpoint:
 			o.states[r.key] = KeyState{Lo: r.a, Hi: r.b, LastDel: r.c, Next: r.d}
+			o.hist[r.key], o.histBase[r.key] = nil, r.d
+		case recHistory:
+			if len(o.hist[r.key]) == 0 {
+				o.histBase[r.key] = r.a - 1
+			}
+			o.setHist(int(r.key), r.a, r.flags)
 		case recIntent:
 			f := pending[r.b]
 			if f == nil {
@@ -314,11 +508,16 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 			}
 			s := &o.states[r.key]
 			f.Prev = append(f.Prev, *s)
-			f.Writes = append(f.Writes, Write{Key: int(r.key), Del: r.del, Version: r.a})
+			if r.flags < 1 || r.flags > 4 {
+				return nil, nil, errors.Newf("expected-state log %s: offset %d: bad write kind %d", path, off, r.flags)
+			}
+			w := writeFromFlags(int(r.key), r.flags, r.a)
+			f.Writes = append(f.Writes, w)
 			s.Next, s.Pending = r.a, r.a
-			if r.del {
+			if w.Del {
 				s.LastDel = r.a
 			}
+			o.setHist(w.Key, w.Version, w.histKind())
 		case recAck, recFail:
 			f := pending[r.b]
 			if f == nil {
@@ -328,6 +527,7 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 				s := &o.states[w.Key]
 				if r.kind == recAck {
 					s.Lo = w.Version
+					o.ackHist(w.Key, w.Version)
 				}
 				s.Hi, s.Pending = w.Version, 0
 			}
@@ -357,8 +557,15 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 func (o *Oracle) Persist(path string) error {
 	var buf []byte
 	for i := range o.states {
-		s := o.State(i)
+		m := &o.mu[i%oracleStripes]
+		m.Lock()
+		s := o.states[i]
 		buf = appendRecord(buf, record{kind: recCheckpoint, key: uint32(i), a: s.Lo, b: s.Hi, c: s.LastDel, d: s.Next})
+		o.prune(i)
+		for j, e := range o.hist[i] {
+			buf = appendRecord(buf, record{kind: recHistory, key: uint32(i), a: o.histBase[i] + 1 + uint32(j), flags: e})
+		}
+		m.Unlock()
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
@@ -392,4 +599,27 @@ func (o *Oracle) CloseLog() error {
 	err := o.log.Close()
 	o.log = nil
 	return err
+}
+
+// HistoryString describes key i's history for failure messages: each
+// version with its kind (p put, d delete, m merge, s single delete),
+// upper case once acknowledged.
+func (o *Oracle) HistoryString(i int) string {
+	m := &o.mu[i%oracleStripes]
+	m.Lock()
+	defer m.Unlock()
+	b := []byte("history from " + itoa(o.histBase[i]+1) + ":")
+	h := o.hist[i]
+	if len(h) > 40 {
+		b = append(b, " ..."...)
+		h = h[len(h)-40:]
+	}
+	for _, e := range h {
+		c := "pdms"[e&histKindMask]
+		if e&histAcked != 0 {
+			c -= 'a' - 'A'
+		}
+		b = append(b, ' ', c)
+	}
+	return string(b)
 }

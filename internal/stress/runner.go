@@ -26,12 +26,15 @@ var extractorChoices = []string{"", "fixed:5", "fixed:6", "fixed:7", "capped:6",
 type Stats struct {
 	Ops, Reads, Writes, Iters, Snapshots, Flushes, Compactions, SetOptions,
 	Swaps, Reopens, Errors, Images atomic.Int64
+	Merges, SingleDeletes, Ingests, Checkpoints, Refreshes atomic.Int64
 }
 
 func (s *Stats) String() string {
 	return fmt.Sprintf("ops=%d reads=%d writes=%d iters=%d snapshots=%d flushes=%d compactions=%d setoptions=%d swaps=%d reopens=%d errors=%d images=%d",
 		s.Ops.Load(), s.Reads.Load(), s.Writes.Load(), s.Iters.Load(), s.Snapshots.Load(), s.Flushes.Load(),
-		s.Compactions.Load(), s.SetOptions.Load(), s.Swaps.Load(), s.Reopens.Load(), s.Errors.Load(), s.Images.Load())
+		s.Compactions.Load(), s.SetOptions.Load(), s.Swaps.Load(), s.Reopens.Load(), s.Errors.Load(), s.Images.Load()) +
+		fmt.Sprintf(" merges=%d single_deletes=%d ingests=%d checkpoints=%d refreshes=%d",
+			s.Merges.Load(), s.SingleDeletes.Load(), s.Ingests.Load(), s.Checkpoints.Load(), s.Refreshes.Load())
 }
 
 // Runner drives one stress run.
@@ -84,6 +87,7 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		BloomBitsPerKey: r.cfg.BloomBits,
 		Compression:     r.cfg.Compression,
 		FS:              r.cfg.FS,
+		MergeOperator:   ConcatMergeOperator{},
 	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction
@@ -156,6 +160,24 @@ func (r *Runner) Run() error {
 	if cfg.Duration > 0 {
 		deadline = time.Now().Add(cfg.Duration)
 	}
+	if cfg.ExpectedLog != "" {
+		// A crash-mode child is killed at any time: it reports its counts
+		// as it goes, for the driver (CrashStats.ChildOps).
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			tk := time.NewTicker(100 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+					fmt.Fprintf(cfg.Log, "stress-progress %s\n", &r.Stats)
+				}
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for t := 0; t < cfg.Threads; t++ {
 		wg.Add(1)
@@ -223,7 +245,9 @@ func (r *Runner) verifyAll(inflight []InFlight) error {
 			return errors.Wrapf(err, "verify: get %s", Key(i))
 		default:
 			found[i] = true
-			vers[i], _ = DecodeValue(i, v, r.cfg.ValueSizeMult)
+			if vs, _ := DecodeValues(i, v, r.cfg.ValueSizeMult); len(vs) > 0 {
+				vers[i] = vs[len(vs)-1]
+			}
 		}
 		if r.cfg.DisableWAL {
 			// Only structural checks: a present value must be one that was
@@ -261,7 +285,16 @@ func (r *Runner) check(i int, pre, post KeyState, found bool, value []byte, mult
 	if !found && r.cfg.FIFO {
 		return nil
 	}
-	return CheckRead(i, pre, post, found, value, mult)
+	var err error
+	if !found || r.cfg.FIFO {
+		err = CheckRead(i, pre, post, found, value, mult)
+	} else {
+		err = r.oracle.CheckMerged(i, pre, post, value, mult)
+	}
+	if err != nil {
+		err = errors.Wrapf(err, "%s", r.oracle.HistoryString(i))
+	}
+	return err
 }
 
 // checkAtomic checks that a write that was in flight at a crash is applied
@@ -366,6 +399,18 @@ func (t *thread) op() {
 	case t.oneIn(cfg.SnapshotOneIn):
 		t.takeSnapshot()
 		return
+	case t.oneIn(cfg.IngestOneIn):
+		t.ingest()
+		return
+	case t.oneIn(cfg.CheckpointOneIn):
+		t.checkpoint()
+		return
+	case t.oneIn(cfg.MergeOneIn):
+		t.merge()
+		return
+	case t.oneIn(cfg.SingleDeleteOneIn):
+		t.singleDelete()
+		return
 	}
 	if len(t.snaps) > 0 && t.rng.Intn(8) == 0 {
 		t.checkSnapshot()
@@ -416,10 +461,17 @@ func (t *thread) write(what string, ws []Write, do func() error) {
 	}
 	r.oracle.LockKeys(keys)
 	defer r.oracle.UnlockKeys(keys)
+	t.writeLocked(what, ws, do)
+}
+
+// writeLocked is write with the keys of ws already locked. It reports
+// whether do succeeded.
+func (t *thread) writeLocked(what string, ws []Write, do func() error) bool {
+	r := t.r
 	op, err := r.oracle.Begin(ws)
 	if err != nil {
 		r.fail(errors.Wrap(err, "expected-state log"))
-		return
+		return false
 	}
 	r.Stats.Writes.Add(1)
 	if err := do(); err != nil {
@@ -427,11 +479,13 @@ func (t *thread) write(what string, ws []Write, do func() error) {
 		if err := r.oracle.Fail(op, ws); err != nil {
 			r.fail(errors.Wrap(err, "expected-state log"))
 		}
-		return
+		return false
 	}
 	if err := r.oracle.Commit(op, ws); err != nil {
 		r.fail(errors.Wrap(err, "expected-state log"))
+		return false
 	}
+	return true
 }
 
 func (t *thread) put() {
@@ -464,7 +518,9 @@ func (t *thread) batch() {
 	}
 	var ws []Write
 	for k := range set {
-		ws = append(ws, Write{Key: k, Del: t.rng.Intn(5) == 0})
+		w := Write{Key: k, Del: t.rng.Intn(5) == 0}
+		w.Merge = !w.Del && t.r.cfg.MergeOneIn > 0 && t.rng.Intn(4) == 0
+		ws = append(ws, w)
 	}
 	sort.Slice(ws, func(a, b int) bool { return ws[a].Key < ws[b].Key })
 	t.write("batch", ws, func() error {
@@ -472,6 +528,8 @@ func (t *thread) batch() {
 		for _, w := range ws {
 			if w.Del {
 				b.Delete(Key(w.Key))
+			} else if w.Merge {
+				b.Merge(Key(w.Key), Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
 			} else {
 				b.Put(Key(w.Key), Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
 			}
@@ -706,6 +764,10 @@ func (t *thread) iter(prefixMode bool) {
 	fwd := t.rng.Intn(2) == 0
 	seek := lo + t.rng.Intn(hi-lo)
 	useSeek := prefixMode || t.rng.Intn(2) == 0
+	if !prefixMode && t.oneIn(r.cfg.IterRefreshOneIn) {
+		t.iterRefresh(ro, lo, hi, fwd)
+		return
+	}
 	ext := r.ext
 	plo, phi := lo, hi
 	if prefixMode && ext != "" {
