@@ -15,71 +15,26 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/hashicorp/raft"
 	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/raftstore/internal/kvcheck"
 	"github.com/stretchr/testify/require"
 )
-
-// kvInput and kvOutput are the operations of the register-per-key model.
-type kvInput struct {
-	put        bool
-	key, value string
-}
-
-type kvOutput struct {
-	value string
-	found bool
-}
-
-// kvModel is a map of registers, checked one key at a time.
-var kvModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(kvInput).key
-			if _, ok := byKey[k]; !ok {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() interface{} { return kvOutput{} },
-	Step: func(state, input, output interface{}) (bool, interface{}) {
-		in, st := input.(kvInput), state.(kvOutput)
-		if in.put {
-			return true, kvOutput{value: in.value, found: true}
-		}
-		return output.(kvOutput) == st, st
-	},
-	DescribeOperation: func(input, output interface{}) string {
-		in := input.(kvInput)
-		if in.put {
-			return fmt.Sprintf("put(%s, %s)", in.key, in.value)
-		}
-		return fmt.Sprintf("get(%s) -> %+v", in.key, output)
-	},
-}
 
 // TestKVModelRejectsStaleRead makes sure the checker the fault test relies
 // on can fail: a read that misses a write acknowledged before it began.
 func TestKVModelRejectsStaleRead(t *testing.T) {
 	history := []porcupine.Operation{
-		{ClientId: 0, Input: kvInput{put: true, key: "k", value: "1"}, Call: 0, Output: kvOutput{}, Return: 10},
-		{ClientId: 1, Input: kvInput{key: "k"}, Call: 20, Output: kvOutput{}, Return: 30},
+		{ClientId: 0, Input: kvcheck.Input{Put: true, Key: "k", Value: "1"}, Call: 0, Output: kvcheck.Output{}, Return: 10},
+		{ClientId: 1, Input: kvcheck.Input{Key: "k"}, Call: 20, Output: kvcheck.Output{}, Return: 30},
 	}
-	require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(kvModel, history, 10*time.Second))
-	history[1].Output = kvOutput{value: "1", found: true}
-	require.Equal(t, porcupine.Ok, porcupine.CheckOperationsTimeout(kvModel, history, 10*time.Second))
+	require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(kvcheck.Model, history, 10*time.Second))
+	history[1].Output = kvcheck.Output{Value: "1", Found: true}
+	require.Equal(t, porcupine.Ok, porcupine.CheckOperationsTimeout(kvcheck.Model, history, 10*time.Second))
 	// A put whose outcome is unknown may or may not have happened.
 	history = append(history,
-		porcupine.Operation{ClientId: 2, Input: kvInput{put: true, key: "k", value: "2"}, Call: 40, Output: kvOutput{}, Return: math.MaxInt64},
-		porcupine.Operation{ClientId: 1, Input: kvInput{key: "k"}, Call: 50, Output: kvOutput{value: "2", found: true}, Return: 60},
+		porcupine.Operation{ClientId: 2, Input: kvcheck.Input{Put: true, Key: "k", Value: "2"}, Call: 40, Output: kvcheck.Output{}, Return: math.MaxInt64},
+		porcupine.Operation{ClientId: 1, Input: kvcheck.Input{Key: "k"}, Call: 50, Output: kvcheck.Output{Value: "2", Found: true}, Return: 60},
 	)
-	require.Equal(t, porcupine.Ok, porcupine.CheckOperationsTimeout(kvModel, history, 10*time.Second))
+	require.Equal(t, porcupine.Ok, porcupine.CheckOperationsTimeout(kvcheck.Model, history, 10*time.Second))
 }
 
 // faultRounds is how many rounds of faults TestClusterFaultsLinearizable
@@ -121,9 +76,9 @@ func (c *testCluster) client(id int, start time.Time, stop <-chan struct{}, done
 		}
 		key := fmt.Sprintf("k%d", rng.Intn(5))
 		if rng.Intn(2) == 0 {
-			in := kvInput{put: true, key: key, value: fmt.Sprintf("c%d-%d", id, seq)}
+			in := kvcheck.Input{Put: true, Key: key, Value: fmt.Sprintf("c%d-%d", id, seq)}
 			call := now()
-			f := r.Apply(EncodePut([]byte(in.key), []byte(in.value)), 2*time.Second)
+			f := r.Apply(EncodePut([]byte(in.Key), []byte(in.Value)), 2*time.Second)
 			err := f.Error()
 			if err == nil {
 				if e, ok := f.Response().(error); ok {
@@ -135,7 +90,7 @@ func (c *testCluster) client(id int, start time.Time, stop <-chan struct{}, done
 				// The outcome is unknown: the entry may still commit.
 				ret = math.MaxInt64
 			}
-			history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: kvOutput{}, Return: ret})
+			history = append(history, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: kvcheck.Output{}, Return: ret})
 		} else {
 			call := now()
 			v, err := fsm.LinearizableGet(r, []byte(key), 2*time.Second)
@@ -143,8 +98,8 @@ func (c *testCluster) client(id int, start time.Time, stop <-chan struct{}, done
 			if err != nil && !errors.Is(err, db.ErrNotFound) {
 				continue // a failed read has no effect
 			}
-			history = append(history, porcupine.Operation{ClientId: id, Input: kvInput{key: key}, Call: call,
-				Output: kvOutput{value: string(v), found: err == nil}, Return: ret})
+			history = append(history, porcupine.Operation{ClientId: id, Input: kvcheck.Input{Key: key}, Call: call,
+				Output: kvcheck.Output{Value: string(v), Found: err == nil}, Return: ret})
 		}
 		done.Add(1)
 	}
@@ -256,8 +211,8 @@ func TestClusterFaultsLinearizable(t *testing.T) {
 			call := int64(time.Since(start))
 			v, err = l.fsm.LinearizableGet(l.r, []byte(key), 5*time.Second)
 			if err == nil || errors.Is(err, db.ErrNotFound) {
-				history = append(history, porcupine.Operation{ClientId: clients, Input: kvInput{key: key}, Call: call,
-					Output: kvOutput{value: string(v), found: err == nil}, Return: int64(time.Since(start))})
+				history = append(history, porcupine.Operation{ClientId: clients, Input: kvcheck.Input{Key: key}, Call: call,
+					Output: kvcheck.Output{Value: string(v), Found: err == nil}, Return: int64(time.Since(start))})
 				break
 			}
 		}
@@ -268,7 +223,7 @@ func TestClusterFaultsLinearizable(t *testing.T) {
 		}
 	}
 	t.Logf("%d operations", len(history))
-	res := porcupine.CheckOperationsTimeout(kvModel, history, time.Minute)
+	res := porcupine.CheckOperationsTimeout(kvcheck.Model, history, time.Minute)
 	require.NotEqual(t, porcupine.Illegal, res, "the client history is not linearizable")
 	if res == porcupine.Unknown {
 		t.Logf("linearizability check timed out undecided")

@@ -32,6 +32,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/raftstore"
 )
@@ -43,6 +44,7 @@ func main() {
 	flag.StringVar(&cfg.httpAddr, "http", "127.0.0.1:8001", "HTTP API address; also this node's raft server ID")
 	flag.BoolVar(&cfg.bootstrap, "bootstrap", false, "start a new cluster with this node as its only voter")
 	flag.StringVar(&cfg.join, "join", "", "HTTP address of a cluster member to join through")
+	flag.StringVar(&cfg.store, "store", "strata", "raft log and stable store: strata (raftstore.Store) or boltdb (raft-boltdb/v2, for comparison)")
 	flag.Parse()
 	if cfg.dir == "" {
 		fmt.Fprintln(os.Stderr, "raftkv: -dir is required")
@@ -63,14 +65,47 @@ func main() {
 
 type config struct {
 	dir, raftAddr, httpAddr, join string
+	store                         string // "strata" (the default when empty) or "boltdb"
 	bootstrap                     bool
+}
+
+// logStore is what a node needs of its raft log and stable store.
+type logStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
+}
+
+// openLogStore opens the raft log and stable store cfg.store names under
+// cfg.dir. Each kind has a directory or file of its own, so a directory
+// never mixes the two.
+func openLogStore(cfg config) (logStore, error) {
+	switch cfg.store {
+	case "", "strata":
+		s, err := raftstore.Open(filepath.Join(cfg.dir, "raft"), nil, nil)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return s, nil
+	case "boltdb":
+		if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+			return nil, err
+		}
+		s, err := raftboltdb.NewBoltStore(filepath.Join(cfg.dir, "raft.bolt"))
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	default:
+		return nil, fmt.Errorf("unknown -store %q: use strata or boltdb", cfg.store)
+	}
 }
 
 type node struct {
 	id                 raft.ServerID
 	httpAddr, raftAddr string
 	r                  *raft.Raft
-	store              *raftstore.Store
+	store              logStore
 	fsm                *raftstore.FSM
 	trans              *raft.NetworkTransport
 	srv                *http.Server
@@ -94,7 +129,7 @@ func start(cfg config, level hclog.Level) (*node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	if n.store, err = raftstore.Open(filepath.Join(cfg.dir, "raft"), nil, nil); err != nil {
+	if n.store, err = openLogStore(cfg); err != nil {
 		return fail(err)
 	}
 	if n.fsm, err = raftstore.OpenFSM(filepath.Join(cfg.dir, "fsm"), nil); err != nil {
