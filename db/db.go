@@ -55,6 +55,13 @@ type DB struct {
 	// setOptionsMu makes concurrent SetOptions calls apply one at a time.
 	setOptionsMu sync.Mutex
 
+	// memPool keeps the arena of the last memtable retired after its flush
+	// (see memTable.refs), for the next memtable of the same size.
+	memPool memtable.ArenaPool
+	// arenaReuses counts memtables made over a pooled arena (tests read
+	// it; it is bumped once per memtable, off the data path).
+	arenaReuses atomic.Uint64
+
 	commit commitPipeline
 
 	// events delivers EventListener events; nil without a listener.
@@ -130,11 +137,34 @@ type DB struct {
 }
 
 // memTable is a memtable with the WAL that holds its writes.
+//
+// Lifetime: refs counts who may still read the memtable's arena. The DB
+// holds one reference from the moment the memtable is made until it leaves
+// d.mu.imm after its flush (flushOldestLocked); every readState that lists
+// it holds one more until that readState's own count drops to zero (and a
+// readState is held by every Get, MultiGet, iterator and property read that
+// uses it). When the count reaches zero the arena goes to d.memPool for
+// reuse. The count cannot rise again after that: readStates are built under
+// d.mu from d.mu.mem and d.mu.imm only, which hold the DB's reference.
+// Memtables the DB never retires (those of WAL replay, an empty one
+// replaced, the last one at Close) keep their reference and are left to
+// the garbage collector.
 type memTable struct {
 	*memtable.MemTable
 	logNum uint64 // the WAL that holds this memtable's writes
 	// size is the arena budget the memtable rotates at.
 	size int
+	refs atomic.Int32
+}
+
+// unref drops a reference to m and retires its arena after the last one.
+func (m *memTable) unref(d *DB) {
+	switch n := m.refs.Add(-1); {
+	case n == 0:
+		d.memPool.Put(m.MemTable)
+	case n < 0:
+		panic(errors.AssertionFailedf("strata: memtable (WAL %06d) unreferenced too often", m.logNum))
+	}
 }
 
 // readState is an immutable view of the read path: the memtables and the
@@ -183,6 +213,9 @@ type readState struct {
 func (rs *readState) unref() {
 	if rs.refs.Add(-1) == 0 {
 		rs.db.unrefVersion(rs.version)
+		for _, m := range rs.mems {
+			m.unref(rs.db)
+		}
 	}
 }
 
@@ -205,6 +238,9 @@ func (d *DB) updateReadStateLocked() {
 	rs.mems = append(rs.mems, d.mu.mem)
 	for i := len(d.mu.imm) - 1; i >= 0; i-- {
 		rs.mems = append(rs.mems, d.mu.imm[i])
+	}
+	for _, m := range rs.mems {
+		m.refs.Add(1)
 	}
 	d.rsMu.Lock()
 	old := d.readState
@@ -311,6 +347,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	d.tables.close()
+	d.memPool.Drop()
 	if d.lock != nil {
 		err = errors.CombineErrors(err, d.lock.Close())
 	}

@@ -38,11 +38,16 @@ func (d *DB) newMemTable(logNum uint64, need, size int) (*memTable, error) {
 	// need after them, fits(need) would never hold and the writer would
 	// rotate empty memtables forever.
 	size = max(size, need+memtable.EmptySize)
-	m, err := memtable.Make(size)
+	m, reused, err := d.memPool.Make(size)
 	if err != nil {
 		return nil, errors.Wrapf(err, "strata: memtable for a write of %d bytes", need)
 	}
-	return &memTable{MemTable: m, logNum: logNum, size: size}, nil
+	if reused {
+		d.arenaReuses.Add(1)
+	}
+	mt := &memTable{MemTable: m, logNum: logNum, size: size}
+	mt.refs.Store(1) // the DB's, dropped when it is retired after its flush
+	return mt, nil
 }
 
 // rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
@@ -181,6 +186,10 @@ func (d *DB) flushOldestLocked() error {
 	}
 	d.mu.imm = d.mu.imm[1:]
 	d.updateReadStateLocked()
+	// m is in no current structure now: once the readStates that list it
+	// are released (at once, unless a reader holds one), its arena is
+	// reused.
+	m.unref(d)
 	d.deleteObsoleteFilesLocked()
 	d.mu.cond.Broadcast()
 	return nil

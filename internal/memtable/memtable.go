@@ -130,12 +130,18 @@ func Make(arenaSize int) (*MemTable, error) {
 	if arenaSize < fixedOverhead {
 		arenaSize = fixedOverhead
 	}
-	m := &MemTable{arena: newArena(uint32(arenaSize))}
+	return makeWith(newArena(uint32(arenaSize)))
+}
+
+// makeWith builds an empty memtable over a, whose used part must be zero
+// beyond arenaReserved.
+func makeWith(a *arena) (*MemTable, error) {
+	m := &MemTable{arena: a}
 	var ok1, ok2 bool
 	m.points, ok1 = newSkiplist(m.arena)
 	m.rangeDels, ok2 = newSkiplist(m.arena)
 	if !ok1 || !ok2 {
-		return nil, base.AssertionFailedf("memtable: arena of %d bytes cannot hold its sentinels", arenaSize)
+		return nil, base.AssertionFailedf("memtable: arena of %d bytes cannot hold its sentinels", len(a.buf))
 	}
 	m.smallestSeq.Store(math.MaxUint64)
 	return m, nil
