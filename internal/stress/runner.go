@@ -163,9 +163,10 @@ func (r *Runner) Run() error {
 	if cfg.ExpectedLog != "" {
 		// A crash-mode child is killed at any time: it reports its counts
 		// as it goes, for the driver (CrashStats.ChildOps).
-		stop := make(chan struct{})
-		defer close(stop)
+		stop, done := make(chan struct{}), make(chan struct{})
+		defer func() { close(stop); <-done }() // no write to cfg.Log after Run returns
 		go func() {
+			defer close(done)
 			tk := time.NewTicker(100 * time.Millisecond)
 			defer tk.Stop()
 			for {
