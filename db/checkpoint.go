@@ -217,19 +217,3 @@ func (d *DB) removeCheckpointDir(dir string) error {
 	}
 	return nil
 }
-
-// syncDirPath makes the entries of dir durable.
-func syncDirPath(fs vfs.FS, dir string) error {
-	f, err := fs.OpenDir(dir)
-	if err != nil {
-		return errors.Wrapf(err, "strata: opening directory %s", dir)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errors.Wrapf(err, "strata: syncing directory %s", dir)
-	}
-	return nil
-}

@@ -28,6 +28,7 @@ import (
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/optionsfile"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 )
 
 // PropOptionsFileReport names the property that lists, one per line, the
@@ -216,18 +217,7 @@ func (d *DB) writeOptionsFile() error {
 }
 
 func (d *DB) writeFileSynced(path string, data []byte) error {
-	f, err := d.fs.Create(path)
-	if err != nil {
-		return errors.Wrapf(err, "strata: creating %s", path)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := vfs.WriteFileSynced(d.fs, path, data); err != nil {
 		return errors.Wrapf(err, "strata: writing %s", path)
 	}
 	return nil

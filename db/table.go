@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/table"
 )
 
@@ -102,17 +103,12 @@ func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombs
 }
 
 // syncDir makes the directory entries durable.
-func (d *DB) syncDir() error {
-	dir, err := d.fs.OpenDir(d.dirname)
-	if err != nil {
-		return errors.Wrapf(err, "strata: opening directory %s", d.dirname)
-	}
-	err = dir.Sync()
-	if cerr := dir.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errors.Wrapf(err, "strata: syncing directory %s", d.dirname)
+func (d *DB) syncDir() error { return syncDirPath(d.fs, d.dirname) }
+
+// syncDirPath makes the entries of dir durable.
+func syncDirPath(fs vfs.FS, dir string) error {
+	if err := vfs.SyncDir(fs, dir); err != nil {
+		return errors.Wrapf(err, "strata: syncing directory %s", dir)
 	}
 	return nil
 }

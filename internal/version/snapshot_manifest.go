@@ -1,7 +1,6 @@
 package version
 
 import (
-	"fmt"
 	"path/filepath"
 
 	"github.com/cockroachdb/errors"
@@ -58,18 +57,7 @@ func WriteSnapshotManifest(fs vfs.FS, dir string, num uint64, v *Version, st Sna
 		return errors.Wrapf(err, "strata: version: writing %s", name)
 	}
 	cur := filepath.Join(dir, base.MakeFilename(base.FileKindCurrent, 0))
-	f, err := fs.Create(cur)
-	if err != nil {
-		return errors.Wrapf(err, "strata: version: creating %s", cur)
-	}
-	_, err = fmt.Fprintf(f, "%s\n", name)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := vfs.WriteFileSynced(fs, cur, []byte(name+"\n")); err != nil {
 		return errors.Wrapf(err, "strata: version: writing %s", cur)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package version
 
 import (
-	"fmt"
 	"path/filepath"
 	"sync"
 
@@ -352,18 +351,7 @@ func (vs *VersionSet) writeNewManifest(num uint64, rec []byte) (err error) {
 // new MANIFEST even if err is not nil).
 func (vs *VersionSet) setCurrent(num uint64) (renamed bool, err error) {
 	tmp := vs.path(base.MakeFilename(base.FileKindTemp, num))
-	contents := fmt.Sprintf("%s\n", base.MakeFilename(base.FileKindManifest, num))
-	f, err := vs.fs.Create(tmp)
-	if err != nil {
-		return false, err
-	}
-	_, err = f.Write([]byte(contents))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = vfs.WriteFileSynced(vs.fs, tmp, []byte(base.MakeFilename(base.FileKindManifest, num)+"\n"))
 	killpoint.Maybe("manifest.before_current_rename")
 	if err == nil {
 		err = vs.fs.Rename(tmp, vs.path(base.MakeFilename(base.FileKindCurrent, 0)))
@@ -372,19 +360,7 @@ func (vs *VersionSet) setCurrent(num uint64) (renamed bool, err error) {
 		_ = vs.fs.Remove(tmp)
 		return false, err
 	}
-	return true, syncDir(vs.fs, vs.dir)
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return true, vfs.SyncDir(vs.fs, vs.dir)
 }
 
 // checkSupported rejects edits of column families other than the default.

@@ -31,7 +31,7 @@ const dir = "/db"
 func newMemFS(t *testing.T) *vfs.MemFS {
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll(dir, 0o755))
-	require.NoError(t, syncDir(fs, "/"))
+	require.NoError(t, vfs.SyncDir(fs, "/"))
 	return fs
 }
 
