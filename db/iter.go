@@ -616,8 +616,8 @@ func (it *Iterator) findPrevUserEntry() {
 			if !haveValue && it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
 				break
 			}
-			switch k.Kind() {
-			case base.KindSet:
+			switch kind := k.Kind(); kind {
+			case base.KindSet, base.KindMerge:
 				if it.tombs.Deleted(k.UserKey, seq) {
 					haveValue = false
 					break
@@ -631,22 +631,11 @@ func (it *Iterator) findPrevUserEntry() {
 					}
 					break
 				}
-				it.savedKey = append(it.savedKey[:0], k.UserKey...)
-				it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
-				haveValue, hasBase = true, true
-				it.mbuf.reset()
-			case base.KindMerge:
-				if it.tombs.Deleted(k.UserKey, seq) {
-					haveValue = false
-					break
-				}
-				if ok, stop := it.inPrefix(k.UserKey); !ok {
-					haveValue = false
-					if stop && bytes.Compare(k.UserKey, it.prefix) < 0 {
-						it.valid = false
-						it.checkErr()
-						return
-					}
+				if kind == base.KindSet {
+					it.savedKey = append(it.savedKey[:0], k.UserKey...)
+					it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
+					haveValue, hasBase = true, true
+					it.mbuf.reset()
 					break
 				}
 				if !haveValue {
