@@ -190,3 +190,26 @@ func TestArenaReuseConcurrentReaders(t *testing.T) {
 	}
 	require.Positive(t, d.arenaReuses.Load())
 }
+
+// TestClosedIteratorOfOldViewIsNotCached: an iterator closed after the view
+// changed does not leave its state in the cache, where it would pin the old
+// view's memtables and files until the next NewIterator.
+func TestClosedIteratorOfOldViewIsNotCached(t *testing.T) {
+	d, err := Open(t.TempDir(), arenaTestOptions())
+	require.NoError(t, err)
+	defer d.Close()
+	putRange(t, d, "a", 0, 10)
+	it := d.NewIterator(nil)
+	it.SeekToFirst()
+	require.True(t, it.Valid())
+	putRange(t, d, "b", 0, 10)
+	require.NoError(t, d.Flush()) // a new read view
+	require.NoError(t, it.Close())
+	require.Nil(t, d.iterCache.Load(), "the closed iterator's old view was cached")
+
+	it = d.NewIterator(nil) // same view as now: its state is cached on Close
+	it.SeekToFirst()
+	require.True(t, it.Valid())
+	require.NoError(t, it.Close())
+	require.NotNil(t, d.iterCache.Load())
+}

@@ -256,6 +256,14 @@ func (d *DB) updateReadStateLocked() {
 	}
 }
 
+// isCurrentView reports whether rs is the current read view.
+func (d *DB) isCurrentView(rs *readState) bool {
+	d.rsMu.RLock()
+	cur := d.readState == rs
+	d.rsMu.RUnlock()
+	return cur
+}
+
 // testingHookBetweenViewAndSeq runs the test hook, if any: one nil check on
 // the read path.
 func (d *DB) testingHookBetweenViewAndSeq() {

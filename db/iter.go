@@ -221,8 +221,21 @@ func (st *iterState) recycle() error {
 		st.release()
 		return err
 	}
-	if old := st.d.iterCache.Swap(st); old != nil {
+	d := st.d
+	if !d.isCurrentView(st.rs) {
+		st.release() // a state of an old view would pin its memtables and files
+		return nil
+	}
+	if old := d.iterCache.Swap(st); old != nil {
 		old.release()
+	}
+	// The view may have changed since the check; updateReadStateLocked
+	// installs the new view before emptying the cache, so this second look
+	// sees it and takes back a state it may have missed.
+	if !d.isCurrentView(st.rs) {
+		if stale := d.iterCache.Swap(nil); stale != nil {
+			stale.release()
+		}
 	}
 	return nil
 }
