@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 )
 
 // initialMemTableSize is the arena size of the first memtable the write
@@ -92,7 +93,11 @@ func (d *DB) rotateMemtableLocked(need int) error {
 // held.
 func (d *DB) openWALLocked(logNum uint64) error {
 	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
-	f, err := d.fs.Create(name)
+	create := vfs.CreateMapped
+	if d.opts.WALWriteSyscalls {
+		create = vfs.FS.Create
+	}
+	f, err := create(d.fs, name)
 	if err != nil {
 		return errors.Wrapf(err, "strata: creating WAL %s", name)
 	}

@@ -113,6 +113,16 @@ type Options struct {
 	// HardPendingCompactionBytesLimit stops writes (they wait) once the
 	// estimated pending compaction bytes reach it. Default: 256 GiB.
 	HardPendingCompactionBytesLimit int64
+	// WALWriteSyscalls makes the WAL take one write(2) per commit group
+	// instead of the default, copying each group into a shared memory
+	// mapping of the preallocated WAL file (RocksDB's allow_mmap_writes,
+	// for the WAL only). Both keep the promise that an acknowledged write
+	// survives the process being killed: the mapped bytes are in the page
+	// cache once the copy is done. Sync writes fdatasync the file either
+	// way. The mapping is used only where the file system supports it
+	// (Linux with fallocate(2), FS the operating system's or an errorfs
+	// over it); elsewhere this option changes nothing. See docs/wal.md.
+	WALWriteSyscalls bool
 	// WALRecoveryMode chooses what Open does with damaged WALs. Default:
 	// WALRecoveryTolerateCorruptedTail (see WALRecoveryMode).
 	WALRecoveryMode WALRecoveryMode

@@ -39,6 +39,7 @@ func dbOptions(c *config) *db.Options {
 		MaxBackgroundJobs:              c.maxBackgroundJobs,
 		FIFOMaxTableFilesSize:          int64(c.fifoMaxTableFilesMB) << 20,
 		FIFOAllowCompaction:            c.fifoAllowCompaction,
+		WALWriteSyscalls:               c.walWriteSyscalls,
 	}
 	if c.prefixSize > 0 {
 		o.PrefixExtractor = prefix.Fixed(c.prefixSize)

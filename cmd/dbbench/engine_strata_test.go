@@ -18,7 +18,7 @@ func TestDBOptions_Mapping(t *testing.T) {
 		"-level0_file_num_compaction_trigger=2", "-level0_slowdown_writes_trigger=3",
 		"-level0_stop_writes_trigger=4", "-target_file_size_base=5000",
 		"-max_bytes_for_level_base=6000", "-max_bytes_for_level_multiplier=7",
-		"-max_background_jobs=8", "-benchmarks=readrandom")
+		"-max_background_jobs=8", "-wal_write_syscalls", "-benchmarks=readrandom")
 	o := dbOptions(c)
 	require.NotNil(t, o.PrefixExtractor)
 	require.Equal(t, "rocksdb.FixedPrefix.12", o.PrefixExtractor.Name())
@@ -31,7 +31,7 @@ func TestDBOptions_Mapping(t *testing.T) {
 		MaxOpenFiles: 50, BlockSize: 8192, Level0FileNumCompactionTrigger: 2,
 		Level0SlowdownWritesTrigger: 3, Level0StopWritesTrigger: 4,
 		TargetFileSizeBase: 5000, MaxBytesForLevelBase: 6000,
-		MaxBytesForLevelMultiplier: 7, MaxBackgroundJobs: 8,
+		MaxBytesForLevelMultiplier: 7, MaxBackgroundJobs: 8, WALWriteSyscalls: true,
 	}, *o)
 
 	d := dbOptions(parse(t))
@@ -41,6 +41,7 @@ func TestDBOptions_Mapping(t *testing.T) {
 	require.Zero(t, d.BloomBitsPerKey) // -bloom_bits=-1: no filter
 	require.Zero(t, d.MaxOpenFiles)    // -open_files=-1: engine default
 	require.Nil(t, d.PrefixExtractor)
+	require.False(t, d.WALWriteSyscalls) // the WAL is mapped by default
 	require.Equal(t, db.NoCompression, dbOptions(parse(t, "-compression_type=none")).Compression)
 }
 

@@ -66,6 +66,7 @@ type config struct {
 	reportPlot         string // ours: SVG of throughput and p99 over time
 	cpuProfile         string // ours: write a Go CPU profile of the run
 	memProfile         string // ours: write a Go heap profile at the end
+	walWriteSyscalls   bool   // ours: WAL by write(2) instead of a shared mapping
 	mergeOperator      string // db_bench's -merge_operator name ("" = none)
 	mergeKeys          int64  // < 0 = num
 	mergeReadPercent   int
@@ -134,6 +135,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.IntVar(&c.mergeReadPercent, "mergereadpercent", 70, "readrandommergerandom: percentage of merges (the rest are reads)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "ours: write a Go heap profile (go tool pprof; inuse and alloc figures) to this file after the last benchmark, with the database open")
+	fs.BoolVar(&c.walWriteSyscalls, "wal_write_syscalls", false, "ours: write the WAL with one write(2) per commit group instead of copying into a shared mapping of it (Options.WALWriteSyscalls)")
 	return fs, benchmarks
 }
 

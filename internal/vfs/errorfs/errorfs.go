@@ -184,6 +184,20 @@ func (e *errorFS) Create(name string) (vfs.File, error) {
 	return &errorFile{File: f, name: name, inj: e.inj}, nil
 }
 
+// CreateMapped creates the file through the wrapped file system's
+// MappedCreator when it has one, so that fault injection covers mapped
+// files too.
+func (e *errorFS) CreateMapped(name string) (vfs.File, error) {
+	if err := e.inj.MaybeError(OpCreate, name); err != nil {
+		return nil, err
+	}
+	f, err := vfs.CreateMapped(e.fs, name)
+	if err != nil {
+		return nil, err
+	}
+	return &errorFile{File: f, name: name, inj: e.inj}, nil
+}
+
 func (e *errorFS) Open(name string) (vfs.File, error) {
 	if err := e.inj.MaybeError(OpOpen, name); err != nil {
 		return nil, err

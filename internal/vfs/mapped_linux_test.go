@@ -1,0 +1,152 @@
+package vfs
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mappedOrSkip creates a mapped file in a temporary directory, skipping the
+// test where the file system there cannot map (no fallocate).
+func mappedOrSkip(t *testing.T) (*mappedFile, string) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := Default.(MappedCreator).CreateMapped(name)
+	require.NoError(t, err)
+	m, ok := f.(*mappedFile)
+	if !ok {
+		require.NoError(t, f.Close())
+		t.Skip("the temporary directory's file system has no fallocate")
+	}
+	return m, name
+}
+
+func TestMappedFile_WritesAcrossWindows(t *testing.T) {
+	m, name := mappedOrSkip(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var want []byte
+	// Writes of every size up to several windows, so that writes end
+	// exactly on, just before and just after window boundaries.
+	for len(want) < 3*mapWindow+12345 {
+		n := rng.IntN(9000)
+		if rng.IntN(50) == 0 {
+			n = mapWindow + rng.IntN(mapWindow)
+		}
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.Uint32())
+		}
+		got, err := m.Write(p)
+		require.NoError(t, err)
+		require.Equal(t, n, got)
+		want = append(want, p...)
+
+		fi, err := m.Stat()
+		require.NoError(t, err)
+		require.Equal(t, int64(len(want)), fi.Size())
+	}
+	// The reservation runs ahead of the data: the file is longer than
+	// what was written until Close trims it.
+	onDisk, err := os.Stat(name)
+	require.NoError(t, err)
+	require.Greater(t, onDisk.Size(), int64(len(want)))
+
+	// ReadAt and Read see the written bytes only.
+	buf := make([]byte, 100)
+	n, err := m.ReadAt(buf, int64(len(want))-40)
+	require.Equal(t, 40, n)
+	require.ErrorIs(t, err, io.EOF)
+	require.Equal(t, want[len(want)-40:], buf[:40])
+	all, err := io.ReadAll(m)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, all))
+
+	require.NoError(t, m.Sync())
+	require.NoError(t, m.Close())
+	got, err := os.ReadFile(name)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "file after Close differs (len %d, want %d)", len(got), len(want))
+
+	_, err = m.Write([]byte("x"))
+	require.Error(t, err, "Write after Close")
+}
+
+func TestMappedFile_EmptyCloseLeavesEmptyFile(t *testing.T) {
+	m, name := mappedOrSkip(t)
+	require.NoError(t, m.Close())
+	fi, err := os.Stat(name)
+	require.NoError(t, err)
+	require.Zero(t, fi.Size())
+}
+
+// TestMappedFile_SurvivesSIGKILL: bytes copied into the mapping are in the
+// page cache when Write returns; killing the process loses none of them. The
+// file keeps its reserved zero tail, as a crashed WAL does.
+func TestMappedFile_SurvivesSIGKILL(t *testing.T) {
+	if dir := os.Getenv("STRATA_MAPPED_CHILD"); dir != "" {
+		mappedChild(dir)
+		return
+	}
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("needs /proc")
+	}
+	dir := t.TempDir()
+	probe := filepath.Join(dir, "probe")
+	f, err := Default.(MappedCreator).CreateMapped(probe)
+	require.NoError(t, err)
+	_, mapped := f.(*mappedFile)
+	require.NoError(t, f.Close())
+	if !mapped {
+		t.Skip("the temporary directory's file system has no fallocate")
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMappedFile_SurvivesSIGKILL$")
+	cmd.Env = append(os.Environ(), "STRATA_MAPPED_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	// The child prints the number of bytes it has written, then waits to
+	// be killed.
+	line := make([]byte, 32)
+	n, err := out.Read(line)
+	require.NoError(t, err)
+	written, err := strconv.Atoi(string(bytes.TrimSpace(line[:n])))
+	require.NoError(t, err)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	got, err := os.ReadFile(filepath.Join(dir, "000001.log"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(got), written)
+	for i := 0; i < written; i++ {
+		if got[i] != byte(i*7) {
+			require.Failf(t, "lost byte", "offset %d: %d, want %d", i, got[i], byte(i*7))
+		}
+	}
+	require.True(t, bytes.Count(got[written:], []byte{0}) == len(got)-written, "the reserved tail is zeroes")
+}
+
+func mappedChild(dir string) {
+	f, err := Default.(MappedCreator).CreateMapped(filepath.Join(dir, "000001.log"))
+	if err != nil {
+		os.Exit(2)
+	}
+	p := make([]byte, mapWindow+mapWindow/3)
+	for i := range p {
+		p[i] = byte(i * 7)
+	}
+	if _, err := f.Write(p); err != nil {
+		os.Exit(3)
+	}
+	os.Stdout.WriteString(strconv.Itoa(len(p)) + "\n")
+	time.Sleep(time.Hour)
+}
