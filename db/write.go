@@ -254,7 +254,12 @@ func (d *DB) runInPipeline(w *writer) error {
 			g.cond.Signal()
 		}
 	}
-	c.queue = c.queue[len(group):]
+	// Move the waiting writers to the front rather than reslicing past the
+	// group: the backing array is then reused for good instead of being
+	// outgrown (and reallocated) every few groups.
+	n := copy(c.queue, c.queue[len(group):])
+	clear(c.queue[n:])
+	c.queue = c.queue[:n]
 	if len(c.queue) > 0 {
 		c.queue[0].cond.Signal()
 	} else if c.idle.L != nil {

@@ -1,0 +1,80 @@
+package db_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stratadb/strata/db"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkPut measures one-thread Puts of 16-byte keys and 100-byte values
+// (db_bench's defaults) with the WAL on, the way fillseq and fillrandom
+// write: each Put is a commit group of its own.
+func BenchmarkPut(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts db.Options
+		wo   *db.WriteOptions
+		rnd  bool
+	}{
+		{name: "seq/mapped"},
+		{name: "seq/syscalls", opts: db.Options{WALWriteSyscalls: true}},
+		{name: "seq/nowal", wo: &db.WriteOptions{DisableWAL: true}},
+		{name: "random/mapped", rnd: true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			o := bc.opts
+			o.CreateIfMissing = true
+			d, err := db.Open(b.TempDir(), &o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			key := make([]byte, 16)
+			val := make([]byte, 100)
+			b.SetBytes(int64(len(key) + len(val)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			x := uint64(1)
+			for i := 0; i < b.N; i++ {
+				k := uint64(i)
+				if bc.rnd {
+					x ^= x << 13
+					x ^= x >> 7
+					x ^= x << 17
+					k = x
+				}
+				binary.BigEndian.PutUint64(key[8:], k)
+				if err := d.Put(key, val, bc.wo); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestPutDoesNotAllocate: a Put that fits in the memtable allocates nothing,
+// with the WAL on (mapped or not) or off. (The commit queue once outgrew its
+// backing array every few writes.)
+func TestPutDoesNotAllocate(t *testing.T) {
+	for _, syscalls := range []bool{false, true} {
+		d, err := db.Open(t.TempDir(), &db.Options{CreateIfMissing: true, WALWriteSyscalls: syscalls})
+		require.NoError(t, err)
+		key := make([]byte, 16)
+		val := make([]byte, 100)
+		i := uint64(0)
+		put := func() {
+			i++
+			binary.BigEndian.PutUint64(key[8:], i)
+			if err := d.Put(key, val, nil); err != nil {
+				panic(err)
+			}
+		}
+		for j := 0; j < 50; j++ {
+			put() // warm the pools
+		}
+		require.Zero(t, testing.AllocsPerRun(500, put), "syscalls=%v", syscalls)
+		require.NoError(t, d.Close())
+	}
+}
