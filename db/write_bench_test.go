@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,6 +59,9 @@ func BenchmarkPut(b *testing.B) {
 // with the WAL on (mapped or not) or off. (The commit queue once outgrew its
 // backing array every few writes.)
 func TestPutDoesNotAllocate(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
 	for _, syscalls := range []bool{false, true} {
 		d, err := db.Open(t.TempDir(), &db.Options{CreateIfMissing: true, WALWriteSyscalls: syscalls})
 		require.NoError(t, err)
