@@ -232,8 +232,8 @@ func (o *compactionOutputs) open() error {
 		o.dropPending()
 		return errors.Wrapf(err, "strata: creating table %s", o.name)
 	}
-	o.f = f
-	o.w = table.NewWriter(f, d.tableWriterOptions(o.fileNum))
+	o.f = newBufferedTableFile(f)
+	o.w = table.NewWriter(o.f, d.tableWriterOptions(o.fileNum))
 	return nil
 }
 

@@ -46,11 +46,12 @@ func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
 // metadata when there was nothing to write.
 func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombstone, level int) (meta *version.FileMetadata, err error) {
 	name := d.path(base.MakeFilename(base.FileKindTable, fileNum))
-	f, err := d.fs.Create(name)
+	vf, err := d.fs.Create(name)
 	if err != nil {
 		it.Close()
 		return nil, errors.Wrapf(err, "strata: creating table %s", name)
 	}
+	f := newBufferedTableFile(vf)
 	defer func() {
 		if err != nil {
 			f.Close()
