@@ -1,22 +1,41 @@
 #!/bin/bash
-# Build first: go build -o /tmp/dbbench ./cmd/dbbench; (cd scripts/peers && go build -o /tmp/peerbench .)
-# Side by side: Strata (new), Pebble; 1M keys, no compression, /dev/shm, 8 MiB cache.
-N=1000000
-run() { # name cmd...
-  local name=$1; shift
-  /usr/bin/time -f "maxrss_kb=%M" "$@" 2>&1 | tr '\r' '\n' | grep -E "^(fillseq|fillrandom|overwrite|readrandom|readseq|seekrandom) |maxrss" | sed "s/^/$name /"
+# Strata and Pebble side by side, alternating, on the same db_bench command
+# lines: 1M keys (16 B keys, 100 B values), no compression, /dev/shm, 8 MiB
+# block cache unless stated. Every line is prefixed with the engine and
+# followed by the process's peak RSS.
+#
+# Build first:
+#   go build -o /tmp/dbbench ./cmd/dbbench
+#   (cd scripts/peers && go build -o /tmp/peerbench .)
+# Then: scripts/side-by-side.sh > /tmp/sbs.txt   (REPS=3 by default)
+N=${N:-1000000}
+REPS=${REPS:-3}
+DIR=${DIR:-/dev/shm}
+run() { # name label cmd...
+  local name=$1 label=$2; shift 2
+  /usr/bin/time -f "maxrss_kb=%M" "$@" 2>&1 | tr '\r' '\n' |
+    grep -E "^(fillseq|fillrandom|overwrite|readrandom|readseq|seekrandom) |maxrss" |
+    sed "s/^/$name $label /"
 }
-for rep in 1 2; do
+for rep in $(seq 1 "$REPS"); do
 for e in strata pebble; do
   if [ $e = strata ]; then B="${DBBENCH:-/tmp/dbbench}"; else B="${PEERBENCH:-/tmp/peerbench} -engine=pebble"; fi
-  rm -rf /dev/shm/sbs-$e
-  run $e $B -db=/dev/shm/sbs-$e -benchmarks=fillseq -num=$N -compression_type=none -seed=1
-  rm -rf /dev/shm/sbs-$e
-  run $e $B -db=/dev/shm/sbs-$e -benchmarks=fillrandom -num=$N -compression_type=none -seed=1
-  run $e $B -db=/dev/shm/sbs-$e -use_existing_db -benchmarks=readrandom,readseq -num=$N -reads=300000 -compression_type=none -seed=2
-  rm -rf /dev/shm/sbs-$e
-  run $e $B -db=/dev/shm/sbs-$e -benchmarks=fillrandom -num=$N -prefix_size=12 -bloom_bits=16 -compression_type=none -seed=1
-  run $e $B -db=/dev/shm/sbs-$e -use_existing_db -benchmarks=seekrandom -num=$N -reads=300000 -prefix_size=12 -bloom_bits=16 -compression_type=none -seed=2
+  D=$DIR/sbs-$e
+  C="-compression_type=none"
+  rm -rf $D
+  run $e fillseq $B -db=$D -benchmarks=fillseq -num=$N $C -seed=1
+  rm -rf $D
+  run $e fillrandom $B -db=$D -benchmarks=fillrandom -num=$N $C -seed=1
+  run $e overwrite $B -db=$D -use_existing_db -benchmarks=overwrite -num=$N $C -seed=3
+  run $e read8m $B -db=$D -use_existing_db -benchmarks=readrandom,readseq -num=$N -reads=300000 $C -seed=2
+  run $e read1g $B -db=$D -use_existing_db -benchmarks=readrandom -num=$N -reads=300000 $C -seed=2 -cache_size=1073741824
+  for t in 2 4; do
+    rm -rf $D
+    run $e fillrandom-t$t $B -db=$D -benchmarks=fillrandom -threads=$t -num=$((N / t)) $C -seed=1
+  done
+  rm -rf $D
+  run $e seekfill $B -db=$D -benchmarks=fillrandom -num=$N -prefix_size=12 -bloom_bits=16 $C -seed=1
+  run $e seek $B -db=$D -use_existing_db -benchmarks=seekrandom -num=$N -reads=300000 -prefix_size=12 -bloom_bits=16 $C -seed=2
+  rm -rf $D
 done
 done
-rm -rf /dev/shm/sbs-*
