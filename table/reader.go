@@ -260,10 +260,18 @@ func (r *Reader) readProperties() error {
 // they stay pinned, so later iterators skip the O(restarts) check.
 func (r *Reader) initIndexIter(it *blockIter, block []byte, firstKey, checked bool) bool {
 	it.isIndex, it.deltaValues, it.firstKey = true, r.deltaIndex, firstKey
+	var ok bool
 	if checked {
-		return it.initTrusted(block, r.indexCmp)
+		ok = it.initTrusted(block, r.indexCmp)
+	} else {
+		ok = it.init(block, r.indexCmp)
 	}
-	return it.init(block, r.indexCmp)
+	if r.userKeyIndex {
+		it.setMode(cmpBytewise)
+	} else {
+		it.setMode(cmpInternal)
+	}
+	return ok
 }
 
 func (r *Reader) readIndex() error {
