@@ -37,6 +37,8 @@ type blockIter struct {
 	numRestarts int
 	cmp         func(a, b []byte) int
 	mode        cmpMode
+	// prefixes, when set (pinned index blocks), narrows seekGE's search.
+	prefixes *keyPrefixes
 
 	isIndex     bool // values are IndexValues: decode handle
 	deltaValues bool // fv >= 4 index form: no value_len; delta sizes
@@ -397,6 +399,9 @@ func (i *blockIter) seekGE(target []byte) bool {
 	// Last restart whose key is < target, compared on the restart keys in
 	// place; only the entries from there on are decoded.
 	lo, hi := 0, i.numRestarts-1
+	if kp := i.prefixes; kp != nil && len(kp.p) == i.numRestarts {
+		lo, hi = kp.bounds(i.userPart(target))
+	}
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		k, ok := i.restartKey(mid)

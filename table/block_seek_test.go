@@ -1,8 +1,10 @@
 package table
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
+	"sort"
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
@@ -107,5 +109,98 @@ func TestBlockIter_SeekDamagedRestart(t *testing.T) {
 			require.False(t, it.seekGE(keys[6]), "%s mode %d", damage, mode)
 			require.True(t, it.corrupt, "%s mode %d", damage, mode)
 		}
+	}
+}
+
+// TestKeyPrefixes_SeekAgrees builds index blocks of sorted keys that share
+// prefixes of many lengths (none, some, longer than 8 bytes, whole keys
+// that are prefixes of others) and checks that a seek narrowed by the
+// block's keyPrefixes lands where the plain search does, for targets
+// inside, between, before and after the keys, in both key forms.
+func TestKeyPrefixes_SeekAgrees(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	var r Reader
+	for trial := 0; trial < 300; trial++ {
+		internal := rng.Intn(2) == 0
+		r.userKeyIndex = !internal
+		r.indexCmp = base.CompareEncoded
+		if !internal {
+			r.indexCmp = bytes.Compare
+		}
+		common := make([]byte, rng.Intn(12))
+		rng.Read(common)
+		ukey := func() []byte {
+			k := append([]byte(nil), common[:rng.Intn(len(common)+1)]...)
+			if rng.Intn(4) > 0 {
+				k = append([]byte(nil), common...)
+			}
+			for n := rng.Intn(14); n > 0; n-- {
+				// Mostly zeros: keys that tie on the 8 bytes past the
+				// common prefix and differ after them.
+				k = append(k, byte(max(0, rng.Intn(8)-5)))
+			}
+			return k
+		}
+		encode := func(u []byte, seq base.SeqNum) []byte {
+			if internal {
+				return base.MakeInternalKey(u, seq, base.KindSet).Append(nil)
+			}
+			return u
+		}
+		var keys [][]byte
+		seen := map[string]bool{}
+		for n, tries := minPrefixRestarts+rng.Intn(200), 0; len(keys) < n && tries < 100000; tries++ {
+			k := encode(ukey(), base.SeqNum(rng.Intn(5)))
+			if !seen[string(k)] {
+				seen[string(k)] = true
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) < minPrefixRestarts {
+			continue // too few distinct keys under this common prefix
+		}
+		sort.Slice(keys, func(a, b int) bool { return r.indexCmp(keys[a], keys[b]) < 0 })
+		bw := blockWriter{restartInterval: 1}
+		for j, k := range keys {
+			bw.add(k, blockHandle{offset: uint64(j) * 100, size: 90}.append(nil))
+		}
+		block := bytes.Clone(bw.finish())
+		kp := r.buildKeyPrefixes(block, false)
+		require.NotNil(t, kp)
+		var plain, fast blockIter
+		require.True(t, r.initIndexIter(&plain, block, false, true))
+		require.True(t, r.initIndexIter(&fast, block, false, true))
+		fast.prefixes = kp
+		for q := 0; q < 100; q++ {
+			target := encode(ukey(), base.SeqNum(rng.Intn(6)))
+			if rng.Intn(4) == 0 {
+				target = keys[rng.Intn(len(keys))]
+			}
+			ok1, ok2 := plain.seekGE(target), fast.seekGE(target)
+			require.Equal(t, ok1, ok2, "target %x", target)
+			require.False(t, fast.corrupt)
+			if ok1 {
+				require.Equal(t, plain.key, fast.key, "target %x", target)
+				require.Equal(t, plain.handle, fast.handle, "target %x", target)
+			}
+		}
+	}
+}
+
+// TestReader_IndexPrefixesGet: a table with an index large enough to get
+// prefixes finds every key, and no key between them, through Get.
+func TestReader_IndexPrefixesGet(t *testing.T) {
+	r, model := benchReader(t, 5000, NoCompression)
+	defer r.Close()
+	require.NotNil(t, r.indexPrefixes)
+	for _, e := range model {
+		v, _, _, found, err := r.Get(e.key.UserKey, base.MaxSeqNum)
+		require.NoError(t, err)
+		require.True(t, found, "%x", e.key.UserKey)
+		require.Equal(t, e.val, v)
+		missing := append(bytes.Clone(e.key.UserKey), 0)
+		_, _, _, found, err = r.Get(missing, base.MaxSeqNum)
+		require.NoError(t, err)
+		require.False(t, found, "%x", missing)
 	}
 }
