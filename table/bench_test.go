@@ -17,7 +17,7 @@ func benchModel(n int) []kv {
 	return out
 }
 
-func benchReader(b *testing.B, n int, c Compression) (*Reader, []kv) {
+func benchReader(b testing.TB, n int, c Compression) (*Reader, []kv) {
 	model := benchModel(n)
 	f, _ := buildTable(b, model, nil, WriterOptions{Compression: c, BloomBitsPerKey: 10, WholeKeyFiltering: true})
 	return openMem(b, f, cache.New(64<<20)), model

@@ -1,8 +1,22 @@
 package table
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
+
+	"github.com/stratadb/strata/internal/base"
+)
+
+// cmpMode says how a blockIter compares keys: through its cmp function, or
+// inline when cmp is known to be the internal-key or bytewise comparator
+// (an indirect call per probe costs more than the comparison of short keys).
+type cmpMode uint8
+
+const (
+	cmpFunc     cmpMode = iota // i.cmp
+	cmpInternal                // base.CompareEncoded, inlined
+	cmpBytewise                // bytes.Compare
 )
 
 // blockIter walks the entries of one uncompressed block. It serves data
@@ -22,6 +36,9 @@ type blockIter struct {
 	restartsOff int
 	numRestarts int
 	cmp         func(a, b []byte) int
+	mode        cmpMode
+	// prefixes, when set (pinned index blocks), narrows seekGE's search.
+	prefixes *keyPrefixes
 
 	isIndex     bool // values are IndexValues: decode handle
 	deltaValues bool // fv >= 4 index form: no value_len; delta sizes
@@ -84,6 +101,40 @@ func (i *blockIter) initTrusted(block []byte, cmp func(a, b []byte) int) bool {
 	i.numRestarts = n
 	i.restartsOff = end - 4*n
 	return true
+}
+
+// setMode declares that i.cmp is the comparator mode names, so that seeks
+// compare inline. It must follow init and is reset by the next init.
+func (i *blockIter) setMode(m cmpMode) { i.mode = m }
+
+// compare orders a and b as i.cmp does.
+func (i *blockIter) compare(a, b []byte) int {
+	switch i.mode {
+	case cmpInternal:
+		return compareInternal(a, b)
+	case cmpBytewise:
+		return bytes.Compare(a, b)
+	}
+	return i.cmp(a, b)
+}
+
+// compareInternal is base.CompareEncoded with the trailer read in place.
+func compareInternal(a, b []byte) int {
+	na, nb := len(a)-base.TrailerLen, len(b)-base.TrailerLen
+	if na < 0 || nb < 0 {
+		return base.CompareEncoded(a, b)
+	}
+	if c := bytes.Compare(a[:na], b[:nb]); c != 0 {
+		return c
+	}
+	ta, tb := binary.LittleEndian.Uint64(a[na:]), binary.LittleEndian.Uint64(b[nb:])
+	switch {
+	case ta > tb:
+		return -1
+	case ta < tb:
+		return 1
+	}
+	return 0
 }
 
 // restartsValid reports whether the restart offsets start at 0 and increase
@@ -301,29 +352,78 @@ func (i *blockIter) prev() bool {
 	return true
 }
 
+// restartKey returns the key of the entry at restart point r, read in
+// place: a restart entry shares no bytes with its predecessor, so the key
+// needs neither keyBuf nor the value decoded. ok is false when the entry's
+// header or key is malformed (the value is checked when an entry is
+// decoded, as every entry a seek lands on is).
+func (i *blockIter) restartKey(r int) ([]byte, bool) {
+	off, ok := i.restartOffset(r)
+	if !ok || off >= i.restartsOff {
+		return nil, false
+	}
+	p := i.data[off:i.restartsOff]
+	n := 1
+	if p[0] != 0 {
+		// A non-canonical varint zero is accepted, as decodeAt does.
+		shared, n1 := uvarint32(p)
+		if n1 == 0 || shared != 0 {
+			return nil, false
+		}
+		n = n1
+	}
+	nonShared, n2 := uvarint32(p[n:])
+	if n2 == 0 {
+		return nil, false
+	}
+	n += n2
+	if !i.deltaValues {
+		_, n3 := uvarint32(p[n:])
+		if n3 == 0 {
+			return nil, false
+		}
+		n += n3
+	}
+	if nonShared > len(p)-n {
+		return nil, false
+	}
+	return p[n : n+nonShared], true
+}
+
 // seekGE moves to the first entry whose key is >= target under i.cmp.
 func (i *blockIter) seekGE(target []byte) bool {
 	if i.corrupt || i.restartsOff == 0 {
 		i.invalidate()
 		return false
 	}
-	// Last restart whose key is < target.
+	// Last restart whose key is < target, compared on the restart keys in
+	// place; only the entries from there on are decoded.
 	lo, hi := 0, i.numRestarts-1
+	if kp := i.prefixes; kp != nil && len(kp.p) == i.numRestarts {
+		lo, hi = kp.bounds(i.userPart(target))
+	}
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if !i.seekRestart(mid) {
-			return false
+		k, ok := i.restartKey(mid)
+		if !ok {
+			return i.fail()
 		}
-		if i.cmp(i.key, target) < 0 {
+		if i.compare(k, target) < 0 {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	if !i.seekRestart(lo) {
+	return i.scanFrom(lo, target)
+}
+
+// scanFrom decodes the entries from restart point r until one whose key is
+// >= target.
+func (i *blockIter) scanFrom(r int, target []byte) bool {
+	if !i.seekRestart(r) {
 		return false
 	}
-	for i.cmp(i.key, target) < 0 {
+	for i.compare(i.key, target) < 0 {
 		if !i.next() {
 			return false
 		}

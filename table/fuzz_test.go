@@ -172,6 +172,7 @@ func FuzzBlock(f *testing.F) {
 			require.True(t, it.corrupt)
 			return
 		}
+		it.setMode(cmpInternal) // as Iter.loadData sets it
 		if ents, ok := walkBlock(t, &it); ok {
 			checkSeeks(t, &it, ents, base.CompareEncoded)
 		}
@@ -214,6 +215,12 @@ func FuzzIndexBlock(f *testing.F) {
 		if !it.init(b, cmp) {
 			require.True(t, it.corrupt)
 			return
+		}
+		// As Reader.initIndexIter sets it.
+		if mode&4 != 0 {
+			it.setMode(cmpBytewise)
+		} else {
+			it.setMode(cmpInternal)
 		}
 		ents, ok := walkBlock(t, &it)
 		if !ok {

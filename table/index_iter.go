@@ -24,6 +24,7 @@ func (x *indexIter) init(r *Reader) {
 	x.twoLevel = r.partitions != nil
 	x.err = nil
 	r.initIndexIter(&x.top, r.index, r.firstKeyIndex && !x.twoLevel, true)
+	x.top.prefixes = r.indexPrefixes
 }
 
 func (x *indexIter) cur() *blockIter {
@@ -53,6 +54,7 @@ func (x *indexIter) loadPart() bool {
 		x.err = x.r.corruptf("bad index partition at offset %d", x.top.handle.offset)
 		return false
 	}
+	x.part.prefixes = x.r.partPrefixes[x.top.handle.offset]
 	return true
 }
 

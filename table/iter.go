@@ -200,6 +200,7 @@ func (it *Iter) loadData() bool {
 		it.err = it.r.corruptf("bad data block at offset %d", h.offset)
 		return false
 	}
+	it.data.setMode(cmpInternal)
 	it.dataH, it.loaded = h, true
 	return true
 }

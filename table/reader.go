@@ -57,8 +57,11 @@ type Reader struct {
 	noCompression bool
 	dict          *zstd.Decoder
 
-	index         []byte            // top-level index block
-	partitions    map[uint64][]byte // two-level index: partitions by offset
+	index      []byte            // top-level index block
+	partitions map[uint64][]byte // two-level index: partitions by offset
+	// indexPrefixes and partPrefixes narrow index seeks (nil: too small).
+	indexPrefixes *keyPrefixes
+	partPrefixes  map[uint64]*keyPrefixes
 	indexCmp      func(a, b []byte) int
 	userKeyIndex  bool
 	deltaIndex    bool
@@ -260,10 +263,18 @@ func (r *Reader) readProperties() error {
 // they stay pinned, so later iterators skip the O(restarts) check.
 func (r *Reader) initIndexIter(it *blockIter, block []byte, firstKey, checked bool) bool {
 	it.isIndex, it.deltaValues, it.firstKey = true, r.deltaIndex, firstKey
+	var ok bool
 	if checked {
-		return it.initTrusted(block, r.indexCmp)
+		ok = it.initTrusted(block, r.indexCmp)
+	} else {
+		ok = it.init(block, r.indexCmp)
 	}
-	return it.init(block, r.indexCmp)
+	if r.userKeyIndex {
+		it.setMode(cmpBytewise)
+	} else {
+		it.setMode(cmpInternal)
+	}
+	return ok
 }
 
 func (r *Reader) readIndex() error {
@@ -277,6 +288,7 @@ func (r *Reader) readIndex() error {
 	if !r.initIndexIter(&it, b, r.firstKeyIndex && r.props.IndexType != IndexTwoLevelSearch, false) {
 		return r.corruptf("bad index block at offset %d", h.offset)
 	}
+	r.indexPrefixes = r.buildKeyPrefixes(b, r.firstKeyIndex && r.props.IndexType != IndexTwoLevelSearch)
 	if r.props.IndexType != IndexTwoLevelSearch {
 		return nil
 	}
@@ -292,6 +304,12 @@ func (r *Reader) readIndex() error {
 			return r.corruptf("bad index partition at offset %d", ph.offset)
 		}
 		r.partitions[ph.offset] = pb
+		if kp := r.buildKeyPrefixes(pb, r.firstKeyIndex); kp != nil {
+			if r.partPrefixes == nil {
+				r.partPrefixes = make(map[uint64]*keyPrefixes)
+			}
+			r.partPrefixes[ph.offset] = kp
+		}
 	}
 	if it.corrupt {
 		return r.corruptf("bad index block at offset %d", h.offset)
