@@ -14,24 +14,16 @@
 //
 // The layout lives in memory only and never reaches disk. The arena is one
 // []byte allocated by New. Offset 0 means "no node"; the first 8 bytes are
-// never handed out. Every allocation is 4-byte aligned. A node of height h
-// is allocated as 4h+24+keyLen+valueLen bytes; its offset, which links and
-// iterators hold, is 4h bytes into the allocation, after its tower:
+// never handed out. Every allocation is 4-byte aligned. A node is:
 //
-//	-4h  next[h-1]  uint32, native order, atomic: next node on level h-1
-//	...
-//	-4   next[0]    uint32, native order, atomic: next node on level 0
-//	+0   trailer    uint64, little-endian: seq<<8 | kind
-//	+8   keyLen     uint32, little-endian
-//	+12  valueLen   uint32, little-endian
-//	+16  height     uint32, little-endian, 1..16
-//	+20  prev       uint32, native order, atomic: previous node at level 0
-//	+24  key        keyLen bytes (the user key)
-//	     value      valueLen bytes
-//
-// The tower lies below the offset so that every field, the key included,
-// sits at a fixed offset from it: a search loads the key bytes and the key
-// length in parallel, instead of loading the height first to find the key.
+//	+0   trailer  uint64, little-endian: seq<<8 | kind
+//	+8   keyLen   uint32, little-endian
+//	+12  valueLen uint32, little-endian
+//	+16  height   uint32, little-endian, 1..16
+//	+20  prev     uint32, native order, atomic: previous node at level 0
+//	+24  next     height × uint32, native order, atomic: next node per level
+//	     key      keyLen bytes (the user key)
+//	     value    valueLen bytes
 //
 // New allocates four sentinel nodes of height 16 with empty keys: the head
 // and tail of the point list, then those of the range-tombstone list. A range

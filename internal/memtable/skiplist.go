@@ -16,22 +16,21 @@ import (
 // far more than a 4 GiB arena can hold.
 const maxHeight = 16
 
-// Offsets of the fields of a node, relative to the node's offset. The tower
-// lies below the node's offset, next[i] at -4(i+1), so that the key's offset
-// does not depend on the height. See the package comment for the layout.
+// Offsets of the fields of a node, relative to the node's offset. See the
+// package comment for the layout.
 const (
 	nodeTrailer = 0
 	nodeKeyLen  = 8
 	nodeValLen  = 12
 	nodeHeight  = 16
 	nodePrev    = 20
-	nodeKey     = 24 // the key, then the value
+	nodeTower   = 24 // next[0], next[1], ... one uint32 per level
 )
 
 // nodeSize is the number of arena bytes a node of the given height with the
 // given key and value needs, not counting alignment padding.
 func nodeSize(height int, keyLen, valueLen uint64) uint64 {
-	return 4*uint64(height) + nodeKey + keyLen + valueLen
+	return nodeTower + 4*uint64(height) + keyLen + valueLen
 }
 
 // skiplist is a sorted linked list with express lanes, stored in an arena.
@@ -89,7 +88,7 @@ func newSkiplist(a *arena) (s *skiplist, ok bool) {
 		return nil, false
 	}
 	for i := 0; i < maxHeight; i++ {
-		s.setNext(s.head, i, s.tail)
+		a.store32(s.head+nodeTower+4*uint32(i), s.tail)
 	}
 	a.store32(s.tail+nodePrev, s.head)
 	s.height.Store(1)
@@ -100,23 +99,23 @@ func newSkiplist(a *arena) (s *skiplist, ok bool) {
 }
 
 // sentinelBytes is the arena space the sentinels of one list take.
-const sentinelBytes = 2 * (4*maxHeight + nodeKey)
+const sentinelBytes = 2 * (nodeTower + 4*maxHeight)
 
 // newNode allocates a node and copies key and value into it. Its links are
 // zero. ok is false when it does not fit.
 func (s *skiplist) newNode(height int, key []byte, trailer uint64, value []byte) (nd uint32, ok bool) {
-	start, ok := s.a.alloc(nodeSize(height, uint64(len(key)), uint64(len(value))))
+	nd, ok = s.a.alloc(nodeSize(height, uint64(len(key)), uint64(len(value))))
 	if !ok {
 		return 0, false
 	}
-	nd = start + 4*uint32(height)
 	b := s.a.buf[nd:]
 	binary.LittleEndian.PutUint64(b[nodeTrailer:], trailer)
 	binary.LittleEndian.PutUint32(b[nodeKeyLen:], uint32(len(key)))
 	binary.LittleEndian.PutUint32(b[nodeValLen:], uint32(len(value)))
 	binary.LittleEndian.PutUint32(b[nodeHeight:], uint32(height))
-	copy(b[nodeKey:], key)
-	copy(b[nodeKey+len(key):], value)
+	k := nodeTower + 4*height
+	copy(b[k:], key)
+	copy(b[k+len(key):], value)
 	return nd, true
 }
 
@@ -129,7 +128,9 @@ func (s *skiplist) trailer(nd uint32) uint64 {
 func (s *skiplist) key(nd uint32) []byte {
 	b := s.a.buf[nd:]
 	n := binary.LittleEndian.Uint32(b[nodeKeyLen:])
-	return b[nodeKey : nodeKey+n : nodeKey+n]
+	h := binary.LittleEndian.Uint32(b[nodeHeight:])
+	start := nodeTower + 4*h
+	return b[start : start+n : start+n]
 }
 
 // value returns the value of nd, aliasing the arena.
@@ -137,16 +138,17 @@ func (s *skiplist) value(nd uint32) []byte {
 	b := s.a.buf[nd:]
 	kn := binary.LittleEndian.Uint32(b[nodeKeyLen:])
 	vn := binary.LittleEndian.Uint32(b[nodeValLen:])
-	start := nodeKey + kn
+	h := binary.LittleEndian.Uint32(b[nodeHeight:])
+	start := nodeTower + 4*h + kn
 	return b[start : start+vn : start+vn]
 }
 
 func (s *skiplist) next(nd uint32, level int) uint32 {
-	return s.a.load32(nd - 4 - 4*uint32(level))
+	return s.a.load32(nd + nodeTower + 4*uint32(level))
 }
 
 func (s *skiplist) setNext(nd uint32, level int, to uint32) {
-	s.a.store32(nd-4-4*uint32(level), to)
+	s.a.store32(nd+nodeTower+4*uint32(level), to)
 }
 
 // prev returns the node before nd at level 0, as of now. It corrects a
