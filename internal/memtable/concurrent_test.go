@@ -15,9 +15,21 @@ import (
 
 // The writer of the concurrent test adds, for seq = 1..n, the entry
 // (keyOf(seq), seq, SET) -> valueOf(seq), so that readers know what every
-// published sequence number must look like.
-func keyOf(seq uint64) []byte {
-	return fmt.Appendf(nil, "k%05d", (seq*7919)%1500)
+// published sequence number must look like. The key orders below exercise
+// the writer's search from scratch (scattered) and from its last splice
+// (ascending, descending, ascending runs that revisit older keys).
+const concurrentN = 6000
+
+func keyNum(i uint64) []byte { return fmt.Appendf(nil, "k%05d", i) }
+
+var concurrentKeyOrders = map[string]func(seq uint64) []byte{
+	"scattered":  func(seq uint64) []byte { return keyNum((seq * 7919) % 1500) },
+	"ascending":  func(seq uint64) []byte { return keyNum(seq) },
+	"descending": func(seq uint64) []byte { return keyNum(concurrentN - seq) },
+	"runs": func(seq uint64) []byte {
+		run, i := (seq-1)/64, (seq-1)%64
+		return keyNum((run*37)%40*64 + i)
+	},
 }
 
 func valueOf(key []byte, seq uint64) []byte {
@@ -28,7 +40,13 @@ func valueOf(key []byte, seq uint64) []byte {
 // readers check the order of every step, the content of every entry, and
 // that every entry whose Add returned before a read began is found by it.
 func TestMemTable_Concurrent(t *testing.T) {
-	const n = 6000
+	for name, keyOf := range concurrentKeyOrders {
+		t.Run(name, func(t *testing.T) { testConcurrent(t, keyOf) })
+	}
+}
+
+func testConcurrent(t *testing.T, keyOf func(seq uint64) []byte) {
+	const n = concurrentN
 	m := memtable.New(4 << 20)
 	var published atomic.Uint64 // last seq whose Add returned
 	var done atomic.Bool
@@ -60,7 +78,7 @@ func TestMemTable_Concurrent(t *testing.T) {
 		wg.Add(1)
 		go func(seed uint64) {
 			defer wg.Done()
-			rd := &reader{r: rand.New(rand.NewPCG(seed, 1)), m: m}
+			rd := &reader{r: rand.New(rand.NewPCG(seed, 1)), m: m, keyOf: keyOf}
 			for last := false; !last; {
 				last = done.Load() // one full round after the writer finishes
 				if err := rd.round(published.Load()); err != nil {
@@ -82,10 +100,11 @@ func TestMemTable_Concurrent(t *testing.T) {
 
 // reader is the state of one reading goroutine.
 type reader struct {
-	r    *rand.Rand
-	m    *memtable.MemTable
-	it   memtable.Iter
-	seen []uint64 // sequence numbers seen by iterators, most recent last
+	r     *rand.Rand
+	m     *memtable.MemTable
+	keyOf func(seq uint64) []byte
+	it    memtable.Iter
+	seen  []uint64 // sequence numbers seen by iterators, most recent last
 }
 
 // readRound runs one round of reads; every sequence number <= published was
@@ -95,13 +114,13 @@ func (rd *reader) round(published uint64) error {
 	for i := 0; i < 20 && published > 0; i++ {
 		// Every published entry is visible, and is the newest version at
 		// seq+1.
-		if err := checkGet(m, 1+r.Uint64N(published)); err != nil {
+		if err := checkGet(m, rd.keyOf, 1+r.Uint64N(published)); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < 5 && len(rd.seen) > 0; i++ {
 		// Every entry once seen stays visible.
-		if err := checkGet(m, rd.seen[r.IntN(len(rd.seen))]); err != nil {
+		if err := checkGet(m, rd.keyOf, rd.seen[r.IntN(len(rd.seen))]); err != nil {
 			return fmt.Errorf("seen before: %w", err)
 		}
 	}
@@ -110,7 +129,7 @@ func (rd *reader) round(published uint64) error {
 	}
 	it := &rd.it
 	it.Init(m)
-	seek := fmt.Appendf(nil, "k%05d", r.IntN(1600))
+	seek := keyNum(r.Uint64N(concurrentN + 100))
 	var err error
 	switch r.IntN(4) {
 	case 0:
@@ -125,7 +144,7 @@ func (rd *reader) round(published uint64) error {
 	return err
 }
 
-func checkGet(m *memtable.MemTable, seq uint64) error {
+func checkGet(m *memtable.MemTable, keyOf func(uint64) []byte, seq uint64) error {
 	k := keyOf(seq)
 	v, kind, got, found := m.Get(k, base.SeqNum(seq+1))
 	if !found || uint64(got) != seq || kind != base.KindSet || !bytes.Equal(v, valueOf(k, seq)) {

@@ -3,6 +3,7 @@ package memtable
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
@@ -61,6 +62,19 @@ type skiplist struct {
 	a          *arena
 	head, tail uint32
 	height     atomic.Uint32 // tallest tower in the list, >= 1
+
+	// hint is the splice just after the node the last insert added (or
+	// head..tail on every level before the first): preds[i] is the last
+	// node at or before it on level i and succs[i] the one after preds[i].
+	// Only the writer touches it. Every level of it is always an adjacent
+	// pair of the list (the writer is the only one to change links), and
+	// the pairs nest: preds[i+1] is at or before preds[i], succs[i+1] at or
+	// after succs[i]. So a key that the pair of some level brackets is
+	// bracketed on every level above, and insert searches only the levels
+	// below the lowest one that brackets it: ascending keys cost O(1).
+	hint splice
+	// useHint says whether findSplice starts from hint (see there).
+	useHint bool
 }
 
 // newSkiplist allocates the two sentinels. ok is false when the arena is
@@ -78,6 +92,9 @@ func newSkiplist(a *arena) (s *skiplist, ok bool) {
 	}
 	a.store32(s.tail+nodePrev, s.head)
 	s.height.Store(1)
+	for i := range s.hint.preds {
+		s.hint.preds[i], s.hint.succs[i] = s.head, s.tail
+	}
 	return s, true
 }
 
@@ -177,30 +194,104 @@ type splice struct {
 	preds, succs [maxHeight]uint32
 }
 
-// findSplice fills sp for the internal key (ukey, trailer). Only the writer
-// calls it.
+// findSplice updates sp, which must be the list's hint, to the splice of
+// the internal key (ukey, trailer). Only the writer calls it.
+//
+// When the last insert's hint bracketed its key on a low level, it keeps the
+// levels whose pair still brackets the key and searches down from the lowest
+// of them: ascending or descending keys cost O(1) comparisons. Otherwise
+// (random keys), checking the hint would only add comparisons, so it
+// searches from the top of the list and notes, by comparing node offsets
+// only, how low the hint would have bracketed the key.
 func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 	h := int(s.height.Load())
-	for level := maxHeight - 1; level >= h; level-- {
-		sp.preds[level], sp.succs[level] = s.head, s.tail
+	// Search levels below level, on each from pred, stopping at bound at
+	// the latest. Levels from h up are head..tail in every splice.
+	level, pred, bound := h, s.head, s.tail
+	if s.useHint {
+		if level, pred, bound = s.bracket(ukey, trailer, sp, h); level == 0 {
+			return
+		}
 	}
-	pred := s.head
-	for level := h - 1; level >= 0; level-- {
+	lowest := level // the lowest level known to bracket the key
+	for level--; level >= 0; level-- {
+		// bound, the succ of the level above, is on this level too and not
+		// before the key: the walk stops there at the latest, without
+		// comparing it again.
 		succ := s.next(pred, level)
-		for succ != s.tail && s.before(succ, ukey, trailer) {
+		for succ != bound && s.before(succ, ukey, trailer) {
 			pred = succ
 			succ = s.next(pred, level)
 		}
+		if sp.preds[level] == pred && sp.succs[level] == succ {
+			lowest = level // the old pair was the right one
+		}
 		sp.preds[level], sp.succs[level] = pred, succ
+		bound = succ
 	}
+	// The hint saves the search of the levels from lowest up, and costs
+	// two comparisons on level 0 and a binary search over the levels.
+	s.useHint = lowest+2 < h
+}
+
+// bracket finds the lowest level whose pair in sp brackets the key (pred
+// before it, succ not before it), where the search of the levels below
+// starts. h is the list height. level is 0 when level 0 brackets the key.
+//
+// The pairs nest, so a level that brackets the key brackets it on every
+// level above too, and level 0 tells which side of the splice the key lies
+// on: only the bound on that side needs comparing. A binary search over the
+// levels then costs O(log maxHeight) comparisons.
+func (s *skiplist) bracket(ukey []byte, trailer uint64, sp *splice, h int) (level int, pred, bound uint32) {
+	if p := sp.preds[0]; p != s.head && !s.before(p, ukey, trailer) {
+		// The key is at or before preds[0]. Level lo's pred is not before
+		// the key, level hi brackets it (maxHeight stands for a virtual
+		// head..tail level above the top).
+		lo, hi := 0, h
+		for hi-lo > 1 {
+			mid := int(uint(lo+hi) >> 1)
+			if q := sp.preds[mid]; q != sp.preds[lo] && (q == s.head || s.before(q, ukey, trailer)) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		// preds[lo], on level hi-1, is not before the key: the search of
+		// that level stops there at the latest.
+		pred = s.head
+		if hi < maxHeight {
+			pred = sp.preds[hi]
+		}
+		return hi, pred, sp.preds[lo]
+	}
+	if n := sp.succs[0]; n != s.tail && s.before(n, ukey, trailer) {
+		// The key is after succs[0]: as above, with succs.
+		lo, hi := 0, h
+		for hi-lo > 1 {
+			mid := int(uint(lo+hi) >> 1)
+			if q := sp.succs[mid]; q != sp.succs[lo] && (q == s.tail || !s.before(q, ukey, trailer)) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		// succs[lo], on level hi-1, is before the key: the search of that
+		// level starts there.
+		bound = s.tail
+		if hi < maxHeight {
+			bound = sp.succs[hi]
+		}
+		return hi, sp.succs[lo], bound
+	}
+	return 0, 0, 0
 }
 
 // insert adds (key, trailer) -> value. It returns errDuplicate when the
 // internal key is already present and errFull when the node does not fit;
 // the list is unchanged in both cases. Callers serialize insert.
 func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
-	var sp splice
-	s.findSplice(key, trailer, &sp)
+	sp := &s.hint
+	s.findSplice(key, trailer, sp)
 	if succ := sp.succs[0]; succ != s.tail && s.trailer(succ) == trailer && bytes.Equal(s.key(succ), key) {
 		return errDuplicate
 	}
@@ -222,10 +313,14 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 	// reach it at level 0.
 	for i := 0; i < h; i++ {
 		s.setNext(sp.preds[i], i, nd)
+		sp.preds[i] = nd // the hint now brackets the keys just after nd
 	}
 	s.a.store32(sp.succs[0]+nodePrev, nd)
 	if invariants.Enabled {
 		s.checkInsert(nd, h)
+		if err := s.checkHint(nd, h); err != "" {
+			panic(fmt.Sprintf("memtable: skiplist: after inserting %q#%x: %s", key, trailer, err))
+		}
 	}
 	return nil
 }

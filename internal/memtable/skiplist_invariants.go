@@ -21,3 +21,19 @@ func (s *skiplist) checkInsert(nd uint32, height int) {
 		panic(fmt.Sprintf("memtable: skiplist: back link of the node after %q#%x is wrong", key, trailer))
 	}
 }
+
+// checkHint returns why the writer's hint is not the splice just after nd,
+// the node of the given height inserted last, or "" when it is. It runs
+// after each insert in builds with the invariants tag.
+func (s *skiplist) checkHint(nd uint32, height int) string {
+	sp := &s.hint
+	for level := 0; level < maxHeight; level++ {
+		if level < height && sp.preds[level] != nd {
+			return fmt.Sprintf("hint pred on level %d is not the new node", level)
+		}
+		if s.next(sp.preds[level], level) != sp.succs[level] {
+			return fmt.Sprintf("hint pair on level %d is not adjacent", level)
+		}
+	}
+	return ""
+}

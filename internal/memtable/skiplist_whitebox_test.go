@@ -1,6 +1,10 @@
 package memtable
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
@@ -67,5 +71,116 @@ func TestSkiplist_Towers(t *testing.T) {
 		if level >= int(s.height.Load()) {
 			require.Zero(t, prev, "level %d above height has nodes", level)
 		}
+	}
+}
+
+// TestSkiplist_Hint inserts keys in orders that keep the writer's hint
+// useful (ascending, descending, runs, versions of one key) and in orders
+// that defeat it (random, alternating streams), switching between them.
+// After every insert the hint must be the splice just after the new node;
+// at the end the list must hold exactly the model's keys, in order, and an
+// exact duplicate must be refused without changing the list or the hint's
+// validity.
+func TestSkiplist_Hint(t *testing.T) {
+	ascending := func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = i
+		}
+		return s
+	}
+	descending := func(n int) []int {
+		s := ascending(n)
+		slices.Reverse(s)
+		return s
+	}
+	orders := map[string][]int{
+		"ascending":  ascending(3000),
+		"descending": descending(3000),
+		"random":     rand.New(rand.NewPCG(1, 1)).Perm(3000),
+		"same key":   make([]int, 3000), // 3000 versions of key 0
+		"streams": func() []int { // two interleaved ascending streams
+			s := make([]int, 3000)
+			for i := range s {
+				s[i] = i/2 + (i%2)*1500
+			}
+			return s
+		}(),
+		"runs": func() []int { // ascending runs at scattered places
+			s := make([]int, 3000)
+			for i := range s {
+				s[i] = (i/50*7)%60*50 + i%50
+			}
+			return s
+		}(),
+		"zigzag": func() []int { // outward from the middle, both sides
+			s := make([]int, 3000)
+			for i := range s {
+				s[i] = 1500 + (i/2+1)*(1-2*(i%2))
+			}
+			return s
+		}(),
+	}
+	names := slices.Sorted(maps.Keys(orders))
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			m := New(1 << 22)
+			s := m.points
+			var model []base.InternalKey
+			add := func(k int, seq base.SeqNum) {
+				ik := base.MakeInternalKey(fmt.Appendf(nil, "%08d", k), seq, base.KindSet)
+				require.NoError(t, m.Add(ik, fmt.Appendf(nil, "v%d", seq)))
+				// The node just inserted is the hint's level-0 pred.
+				nd := s.hint.preds[0]
+				require.Equal(t, ik.UserKey, s.key(nd))
+				require.Equal(t, ik.Trailer, s.trailer(nd))
+				height := 1
+				for height < maxHeight && s.hint.preds[height] == nd {
+					height++
+				}
+				require.Empty(t, s.checkHint(nd, height))
+				model = append(model, ik)
+			}
+			seq := base.SeqNum(1)
+			// The order under test, preceded and followed by another, so
+			// that the hint is carried across a change of pattern.
+			for _, pre := range []int{7, 2999, 1499} {
+				add(pre, seq)
+				seq++
+			}
+			for _, k := range orders[name] {
+				add(k, seq)
+				seq++
+			}
+			for _, k := range orders[names[(slices.Index(names, name)+1)%len(names)]][:500] {
+				add(k, seq)
+				seq++
+			}
+			// An exact duplicate is refused and the list does not change.
+			dup := model[len(model)/2]
+			used := m.ApproximateMemoryUsage()
+			require.Error(t, m.Add(dup, nil))
+			require.Equal(t, used, m.ApproximateMemoryUsage())
+			add(3000, seq) // the hint still works after a refused insert
+
+			slices.SortFunc(model, base.InternalCompare)
+			var it Iter
+			it.Init(m)
+			i := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				require.Less(t, i, len(model))
+				require.Equal(t, model[i].UserKey, it.Key().UserKey, "entry %d", i)
+				require.Equal(t, model[i].Trailer, it.Key().Trailer, "entry %d", i)
+				require.Equal(t, fmt.Appendf(nil, "v%d", model[i].SeqNum()), it.Value())
+				i++
+			}
+			require.Equal(t, len(model), i)
+			for _, k := range model {
+				v, _, got, found := m.Get(k.UserKey, k.SeqNum()+1)
+				require.True(t, found, "%s", k)
+				require.Equal(t, k.SeqNum(), got)
+				require.Equal(t, fmt.Appendf(nil, "v%d", got), v)
+			}
+		})
 	}
 }

@@ -1,0 +1,76 @@
+package memtable
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stratadb/strata/internal/base"
+)
+
+// newPrefaulted returns New(size) with every page of its arena touched, so
+// that insert benchmarks measure the skiplist rather than page faults.
+func newPrefaulted(size int) *MemTable {
+	m := New(size)
+	for i := 0; i < len(m.arena.buf); i += 4096 {
+		m.arena.buf[i] = 0
+	}
+	return m
+}
+
+// benchInsert adds keys[i%len(keys)] with sequence number i+1 and a 100-byte
+// value, b.N times, into 64 MiB memtables (a fresh one whenever one fills,
+// outside the timer), as the db's write path does with the default write
+// buffer size. The keys are 16 bytes, like db_bench's.
+func benchInsert(b *testing.B, keys [][]byte) {
+	value := make([]byte, 100)
+	m := newPrefaulted(64 << 20)
+	b.SetBytes(int64(len(keys[0]) + len(value)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet)
+		err := m.Add(k, value)
+		if err == ErrArenaFull {
+			b.StopTimer()
+			m = newPrefaulted(64 << 20)
+			b.StartTimer()
+			err = m.Add(k, value)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchInsertKeys returns n distinct 16-byte keys in ascending order.
+func benchInsertKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "%016d", i)
+	}
+	return keys
+}
+
+// BenchmarkInsertAscending is db_bench's fillseq at the memtable: every key
+// sorts after all the others.
+func BenchmarkInsertAscending(b *testing.B) {
+	benchInsert(b, benchInsertKeys(1<<20))
+}
+
+// BenchmarkInsertDescending: every key sorts before all the others.
+func BenchmarkInsertDescending(b *testing.B) {
+	keys := benchInsertKeys(1 << 20)
+	slices.Reverse(keys)
+	benchInsert(b, keys)
+}
+
+// BenchmarkInsertRandom is db_bench's fillrandom at the memtable: keys in a
+// fixed random order.
+func BenchmarkInsertRandom(b *testing.B) {
+	keys := benchInsertKeys(1 << 20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	benchInsert(b, keys)
+}
