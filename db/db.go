@@ -200,11 +200,11 @@ func (m *memTable) unref(d *DB) {
 // list under d.mu, so every compaction either sees the snapshot or merges
 // only entries older than its sequence number (see compactLocked).
 type readState struct {
-	refs    atomic.Int32
-	mems    []*memTable // the mutable memtable, then the immutable ones newest first
+	refs atomic.Int32
+	mems []*memTable // the mutable memtable, then the immutable ones newest first
 	// closed marks the view Close installs: its memtable is empty and
 	// reads through it return ErrClosed.
-	closed bool
+	closed  bool
 	version *version.Version
 	db      *DB
 
