@@ -81,6 +81,7 @@ func (d *DB) rotateMemtableLocked(need int) error {
 	}
 	logNum := d.mu.versions.NextFileNum()
 	if err := d.openWALLocked(logNum); err != nil {
+		next.unref(d) // never shared
 		return err
 	}
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
