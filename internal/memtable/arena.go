@@ -28,14 +28,15 @@ const arenaReserved = 8
 //
 // # Where the bytes live
 //
-// On Linux (but in race-detector builds) an arena of at least mmapMinSize
-// bytes is an anonymous private mapping outside the Go heap: the garbage
-// collector's headroom (the heap may grow to twice the live heap before a
-// collection) does not apply to it, pages the memtable never reaches are
-// never resident, and free returns its memory to the kernel at once. Smaller
-// arenas, other systems and -race builds (whose detector only sees the Go
-// heap) use make. The cost of a mapping is that it must be freed by hand,
-// exactly once, after the last read: see free.
+// On Linux (but in race-detector builds) an arena that ArenaPool makes, of
+// at least mmapMinSize bytes, is an anonymous private mapping outside the
+// Go heap: the garbage collector's headroom (the heap may grow to twice the
+// live heap before a collection) does not apply to it, pages the memtable
+// never reaches are never resident, and free returns its memory to the
+// kernel at once. Smaller arenas, those of New and Make, other systems and
+// -race builds (whose detector only sees the Go heap) use make. The cost of
+// a mapping is that it must be freed by hand, exactly once, after the last
+// read: see free.
 //
 // Invariants:
 //   - buf never grows; bytes below used() are immutable once their node is
@@ -79,28 +80,39 @@ func (s *arenaState) release() bool {
 // bytes).
 const mmapMinSize = 4 << 10
 
-// newArena returns an arena of exactly size bytes. size must be at least
-// arenaReserved and at most MaxArenaSize.
+// newArena returns an arena of exactly size bytes on the Go heap. size must
+// be at least arenaReserved and at most MaxArenaSize.
 func newArena(size uint32) *arena {
-	a := &arena{}
-	if offHeapArenas && size >= mmapMinSize {
-		if buf, err := mapArena(int(size)); err == nil {
-			a.buf, a.mapped = buf, true
-			a.state = &arenaState{buf: buf}
-			// A safety net, not the lifetime rule: a memtable nobody
-			// frees (one made by a test, a DB never closed) gives its
-			// mapping back once it is unreachable. Every slice of the
-			// arena handed out is read under a reference to the memtable
-			// (see MemTable.Get), so none outlives it.
-			runtime.AddCleanup(a, func(s *arenaState) { s.release() }, a.state)
-		}
-		// When the kernel refuses the mapping (address space or map count
-		// exhausted), the Go heap still may not.
+	words := make([]uint64, (uint64(size)+7)/8)
+	a := &arena{buf: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)}
+	adviseHugePages(a.buf)
+	a.n.Store(arenaReserved)
+	return a
+}
+
+// newMappedArena is newArena, but the arena is a mapping where the build
+// supports them and size is at least mmapMinSize. Only ArenaPool makes
+// such arenas: their memtables' lifetime is managed (the db counts
+// references and hands each memtable back exactly once), while a memtable
+// from New or Make is an ordinary Go value whose slices the garbage
+// collector keeps valid.
+func newMappedArena(size uint32) *arena {
+	if !offHeapArenas || size < mmapMinSize {
+		return newArena(size)
 	}
-	if a.buf == nil {
-		words := make([]uint64, (uint64(size)+7)/8)
-		a.buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
+	buf, err := mapArena(int(size))
+	if err != nil {
+		// The kernel refused the mapping (address space or map count
+		// exhausted); the Go heap still may not.
+		return newArena(size)
 	}
+	a := &arena{buf: buf, mapped: true, state: &arenaState{buf: buf}}
+	// A safety net, not the lifetime rule: an arena nobody frees (a DB
+	// never closed, one whose Open failed midway) gives its mapping back
+	// once it is unreachable. The db reads arena bytes only under a
+	// reference to a read view that lists the memtable, so none is read
+	// after the arena becomes unreachable.
+	runtime.AddCleanup(a, func(s *arenaState) { s.release() }, a.state)
 	adviseHugePages(a.buf)
 	a.n.Store(arenaReserved)
 	return a

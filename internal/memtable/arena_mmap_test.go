@@ -13,12 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// An arena of a page or more is mapped outside the Go heap; a smaller one
-// is not worth a mapping.
+// A pool's arena of a page or more is mapped outside the Go heap; a
+// smaller one is not worth a mapping, and New and Make stay on the heap.
 func TestArenaMapped(t *testing.T) {
-	require.True(t, newArena(mmapMinSize).mapped)
-	require.False(t, newArena(mmapMinSize-1).mapped)
-	m := New(1 << 20)
+	require.True(t, newMappedArena(mmapMinSize).mapped)
+	require.False(t, newMappedArena(mmapMinSize-1).mapped)
+	require.False(t, New(1<<20).arena.mapped)
+	var p ArenaPool
+	m, _, err := p.Make(1 << 20)
+	require.NoError(t, err)
 	require.True(t, m.arena.mapped)
 	k := []byte("k")
 	require.NoError(t, m.Add(base.MakeInternalKey(k, 1, base.KindSet), []byte("v")))
@@ -58,7 +61,8 @@ func TestArenaPoolMapped(t *testing.T) {
 	require.True(t, other.arena.state.freed.Load())
 	p.Close()
 	require.True(t, m3.arena.state.freed.Load())
-	m4 := New(1 << 20)
+	m4, _, err := p.Make(1 << 20)
+	require.NoError(t, err)
 	p.Put(m4) // after Close: freed at once
 	require.True(t, m4.arena.state.freed.Load())
 	require.Zero(t, p.PooledBytes())
@@ -74,13 +78,13 @@ func TestArenaFreedReadFaults(t *testing.T) {
 	for _, mode := range []string{"free", "pool"} {
 		t.Run(mode, func(t *testing.T) {
 			if os.Getenv("STRATA_ARENA_FAULT") == mode {
-				m := New(1 << 20)
+				var p ArenaPool
+				m, _, _ := p.Make(1 << 20)
 				k := []byte("k")
 				_ = m.Add(base.MakeInternalKey(k, 1, base.KindSet), []byte("v"))
 				if mode == "free" {
 					m.arena.free()
 				} else {
-					var p ArenaPool
 					p.Put(m)
 				}
 				m.Get(k, base.MaxSeqNum) // faults

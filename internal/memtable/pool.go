@@ -33,7 +33,10 @@ type ArenaPool struct {
 }
 
 // Make is the package's Make, taking the pooled arena when its size is
-// exactly the size Make would allocate; reused says whether it did.
+// exactly the size Make would allocate; reused says whether it did. A new
+// arena is a mapping outside the Go heap where the build supports it (see
+// arena): the memtable must go back through Put, whose caller guarantees
+// that nothing reads it any more.
 func (p *ArenaPool) Make(arenaSize int) (m *MemTable, reused bool, err error) {
 	if int64(arenaSize) <= MaxArenaSize {
 		size := max(arenaSize, fixedOverhead)
@@ -51,7 +54,11 @@ func (p *ArenaPool) Make(arenaSize int) (m *MemTable, reused bool, err error) {
 			return m, err == nil, err
 		}
 	}
-	m, err = Make(arenaSize)
+	if int64(arenaSize) > MaxArenaSize {
+		m, err = Make(arenaSize) // its error
+		return m, false, err
+	}
+	m, err = makeWith(newMappedArena(uint32(max(arenaSize, fixedOverhead))))
 	return m, false, err
 }
 
