@@ -200,8 +200,11 @@ func (m *memTable) unref(d *DB) {
 // list under d.mu, so every compaction either sees the snapshot or merges
 // only entries older than its sequence number (see compactLocked).
 type readState struct {
-	refs    atomic.Int32
-	mems    []*memTable // the mutable memtable, then the immutable ones newest first
+	refs atomic.Int32
+	mems []*memTable // the mutable memtable, then the immutable ones newest first
+	// closed marks the view Close installs: its memtable is empty and
+	// reads through it return ErrClosed.
+	closed  bool
 	version *version.Version
 	db      *DB
 
@@ -254,6 +257,34 @@ func (d *DB) updateReadStateLocked() {
 	if st := d.iterCache.Swap(nil); st != nil {
 		st.release()
 	}
+}
+
+// releaseMemtablesLocked, at Close, drops the DB's references on its
+// memtables and replaces the read view with one whose only memtable is an
+// empty one on the Go heap, so that their arenas are freed as soon as the
+// readers still holding older views (a racing Get, an iterator left open)
+// are done. A read that passed its closed check before Close and loads the
+// closed view finds it marked and returns ErrClosed. d.mu must be held.
+func (d *DB) releaseMemtablesLocked() {
+	rs := &readState{db: d, version: d.mu.versions.Current(), closed: true}
+	rs.refs.Store(1)
+	rs.version.Ref()
+	empty := &memTable{MemTable: memtable.New(0), logNum: d.mu.mem.logNum}
+	empty.refs.Store(1) // rs's; the DB keeps none
+	rs.mems = []*memTable{empty}
+	d.rsMu.Lock()
+	old := d.readState
+	d.readState = rs
+	d.rsMu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+	for _, m := range d.mu.imm {
+		m.unref(d)
+	}
+	d.mu.mem.unref(d)
+	d.mu.imm = nil
+	d.mu.mem = empty
 }
 
 // isCurrentView reports whether rs is the current read view.
@@ -353,9 +384,10 @@ func (d *DB) Close() error {
 	if d.mu.versions != nil {
 		err = errors.CombineErrors(err, d.mu.versions.Close())
 	}
+	d.releaseMemtablesLocked()
 	d.mu.Unlock()
 	d.tables.close()
-	d.memPool.Drop()
+	d.memPool.Close()
 	if d.lock != nil {
 		err = errors.CombineErrors(err, d.lock.Close())
 	}

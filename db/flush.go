@@ -67,8 +67,12 @@ func (d *DB) rotateMemtableLocked(need int) error {
 		if err != nil {
 			return err
 		}
+		old := d.mu.mem
 		d.mu.mem = m
 		d.updateReadStateLocked()
+		// The replaced memtable is in no current structure: its arena
+		// goes once the readers of older views are done with it.
+		old.unref(d)
 		return nil
 	}
 	// Make the successor first: a failure leaves everything as it was.
@@ -78,6 +82,7 @@ func (d *DB) rotateMemtableLocked(need int) error {
 	}
 	logNum := d.mu.versions.NextFileNum()
 	if err := d.openWALLocked(logNum); err != nil {
+		next.unref(d) // never shared
 		return err
 	}
 	d.mu.imm = append(d.mu.imm, d.mu.mem)

@@ -92,7 +92,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	// The read view first, then the sequence number: see readState.
 	rs := d.loadReadState()
 	d.testingHookBetweenViewAndSeq()
-	snap, err := d.readSeq(ro)
+	snap, err := d.readSeq(rs, ro)
 	if err != nil {
 		rs.unref()
 		it.err, it.closed = err, true

@@ -35,7 +35,7 @@ func (it *Iterator) Refresh() error {
 	}
 	// The read view first, then the sequence number: see readState.
 	rs := d.loadReadState()
-	snap, err := d.readSeq(&ReadOptions{Snapshot: it.snapshot})
+	snap, err := d.readSeq(rs, &ReadOptions{Snapshot: it.snapshot})
 	if err != nil {
 		rs.unref()
 		it.valid, it.err = false, err

@@ -264,7 +264,16 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		}
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
 	}
+	// No read view lists the recovered memtables yet (Open installs the
+	// first after recovery): the DB's reference is the only one.
+	for _, m := range d.mu.imm {
+		m.unref(d)
+	}
+	if d.mu.mem.Empty() {
+		d.mu.mem.unref(d)
+	}
 	d.mu.imm = nil
+	d.mu.mem = nil
 	if err := d.openWALLocked(newLog); err != nil {
 		return err
 	}
@@ -300,6 +309,8 @@ func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) err
 		}
 		if !d.mu.mem.Empty() {
 			d.mu.imm = append(d.mu.imm, d.mu.mem)
+		} else {
+			d.mu.mem.unref(d) // in no read view yet
 		}
 		d.mu.mem = m
 	}

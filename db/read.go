@@ -9,7 +9,12 @@ import (
 )
 
 // readSeq returns the exclusive read sequence number for ro.
-func (d *DB) readSeq(ro *ReadOptions) (base.SeqNum, error) {
+func (d *DB) readSeq(rs *readState, ro *ReadOptions) (base.SeqNum, error) {
+	if rs.closed {
+		// The read raced with Close: the memtables of the view it would
+		// have read are gone.
+		return 0, errors.Wrap(ErrClosed, "strata: database is closed")
+	}
 	if ro != nil && ro.Snapshot != nil {
 		s := ro.Snapshot
 		if s.released.Load() || s.db != d {
@@ -31,7 +36,7 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	// The read view first, then the sequence number: see readState.
 	rs := d.loadReadState()
 	d.testingHookBetweenViewAndSeq()
-	snap, err := d.readSeq(ro)
+	snap, err := d.readSeq(rs, ro)
 	if err != nil {
 		rs.unref()
 		return nil, err
@@ -58,7 +63,7 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 	// The read view first, then the sequence number: see readState.
 	rs := d.loadReadState()
 	d.testingHookBetweenViewAndSeq()
-	snap, err := d.readSeq(ro)
+	snap, err := d.readSeq(rs, ro)
 	if err != nil {
 		rs.unref()
 		return fail(err)

@@ -37,6 +37,7 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	if w.filter != nil && w.filter.NumEntries() > 0 {
 		w.props.NumFilterEntries = uint64(w.filter.NumEntries())
 		fb := w.filter.Finish()
+		w.filter.Release()
 		h, err := w.writeBlock(fb, NoCompression)
 		if err != nil {
 			return nil, err

@@ -1,6 +1,9 @@
 package bloom
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync"
+)
 
 // Format selects the filter format a Builder writes.
 type Format uint8
@@ -61,7 +64,29 @@ func NewBuilder(bitsPerKey int, format Format) *Builder {
 	if format != Legacy {
 		format = FastLocal
 	}
-	return &Builder{format: format, bitsPerKey: bitsPerKey}
+	b := &Builder{format: format, bitsPerKey: bitsPerKey}
+	if p, ok := hashPool.Get().(*[]uint64); ok {
+		b.hashes = (*p)[:0]
+	}
+	return b
+}
+
+// hashPool holds the hash buffers of released Builders. A table's filter
+// keeps one hash per key (and per prefix): growing that buffer afresh for
+// every table written made the filter the largest allocator of a fill with
+// prefix filters, and its garbage the bulk of the Go heap's growth.
+var hashPool sync.Pool
+
+// Release hands the builder's hash buffer to the next NewBuilder. The
+// builder is empty afterwards; a filter Finish returned stays valid (it
+// does not alias the buffer).
+func (b *Builder) Release() {
+	if cap(b.hashes) == 0 {
+		return
+	}
+	h := b.hashes[:0]
+	b.hashes = nil
+	hashPool.Put(&h)
 }
 
 // Format returns the format the builder writes.

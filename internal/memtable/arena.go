@@ -2,8 +2,11 @@ package memtable
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/stratadb/strata/internal/invariants"
 )
 
 // MaxArenaSize is the largest arena a memtable can have: nodes are addressed
@@ -23,28 +26,123 @@ const arenaReserved = 8
 // referenced by uint32 offsets, so the buffer holds no Go pointers and the
 // garbage collector never scans it.
 //
+// # Where the bytes live
+//
+// On Linux (but in race-detector builds) an arena that ArenaPool makes, of
+// at least mmapMinSize bytes, is an anonymous private mapping outside the
+// Go heap: the garbage collector's headroom (the heap may grow to twice the
+// live heap before a collection) does not apply to it, pages the memtable
+// never reaches are never resident, and free returns its memory to the
+// kernel at once. Smaller arenas, those of New and Make, other systems and
+// -race builds (whose detector only sees the Go heap) use make. The cost of
+// a mapping is that it must be freed by hand, exactly once, after the last
+// read: see free.
+//
 // Invariants:
-//   - buf never grows and is never reused; bytes below used() are immutable
-//     once their node is published, except the link words of nodes, which
-//     are only accessed through load32/store32.
+//   - buf never grows; bytes below used() are immutable once their node is
+//     published, except the link words of nodes, which are only accessed
+//     through load32/store32. buf is reused only through ArenaPool, after
+//     every reader of its memtable is gone.
 //   - Only the single writer calls alloc; any goroutine may call used and
 //     read published bytes.
-//   - The base of buf is 8-byte aligned (it is backed by a []uint64) and
-//     every allocation starts at a multiple of arenaAlign.
+//   - The base of buf is 8-byte aligned (page-aligned when mapped; backed
+//     by a []uint64 otherwise) and every allocation starts at a multiple
+//     of arenaAlign.
 type arena struct {
 	buf []byte
 	n   atomic.Uint32 // bytes handed out, including arenaReserved
+	// mapped: buf is an anonymous mapping that free unmaps.
+	mapped bool
+	// state is set by free; a second free is a bug (double unmap).
+	state *arenaState
 }
 
-// newArena returns an arena of exactly size bytes. size must be at least
-// arenaReserved and at most MaxArenaSize.
+// arenaState is kept apart from the arena so that the garbage collector's
+// cleanup of an arena nobody freed can reach it without keeping the arena
+// alive.
+type arenaState struct {
+	buf   []byte
+	freed atomic.Bool
+}
+
+// release unmaps s's mapping unless it was released before; it reports
+// whether it did.
+func (s *arenaState) release() bool {
+	if !s.freed.CompareAndSwap(false, true) {
+		return false
+	}
+	unmapArena(s.buf)
+	return true
+}
+
+// mmapMinSize is the smallest arena that gets its own mapping: below a page
+// a mapping would waste most of it (an empty memtable's arena is ~200
+// bytes).
+const mmapMinSize = 4 << 10
+
+// newArena returns an arena of exactly size bytes on the Go heap. size must
+// be at least arenaReserved and at most MaxArenaSize.
 func newArena(size uint32) *arena {
 	words := make([]uint64, (uint64(size)+7)/8)
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)
-	adviseHugePages(buf)
-	a := &arena{buf: buf}
+	a := &arena{buf: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)}
+	adviseHugePages(a.buf)
 	a.n.Store(arenaReserved)
 	return a
+}
+
+// newMappedArena is newArena, but the arena is a mapping where the build
+// supports them and size is at least mmapMinSize. Only ArenaPool makes
+// such arenas: their memtables' lifetime is managed (the db counts
+// references and hands each memtable back exactly once), while a memtable
+// from New or Make is an ordinary Go value whose slices the garbage
+// collector keeps valid.
+func newMappedArena(size uint32) *arena {
+	if !offHeapArenas || size < mmapMinSize {
+		return newArena(size)
+	}
+	buf, err := mapArena(int(size))
+	if err != nil {
+		// The kernel refused the mapping (address space or map count
+		// exhausted); the Go heap still may not.
+		return newArena(size)
+	}
+	a := &arena{buf: buf, mapped: true, state: &arenaState{buf: buf}}
+	// A safety net, not the lifetime rule: an arena nobody frees (a DB
+	// never closed, one whose Open failed midway) gives its mapping back
+	// once it is unreachable. The db reads arena bytes only under a
+	// reference to a read view that lists the memtable, so none is read
+	// after the arena becomes unreachable.
+	runtime.AddCleanup(a, func(s *arenaState) { s.release() }, a.state)
+	adviseHugePages(a.buf)
+	a.n.Store(arenaReserved)
+	return a
+}
+
+// free releases the arena's memory. Its memtable must never be read again,
+// by anyone: for a mapped arena a later read is a fault, not stale bytes.
+// Builds with the invariants tag make sure of that: the pages become
+// inaccessible (PROT_NONE) instead of being unmapped at once, so a late
+// read crashes the test that made it. A heap arena is left to the garbage
+// collector (filled with garbage first under invariants).
+func (a *arena) free() {
+	if a.mapped {
+		if !a.state.release() {
+			panic("memtable: arena freed twice")
+		}
+		return
+	}
+	if invariants.Enabled {
+		poison(a.buf[:a.used()])
+	}
+}
+
+// poison fills b with garbage, so that a late reader of a retired heap
+// arena sees nonsense (and the race detector sees the writes) rather than
+// plausible stale entries.
+func poison(b []byte) {
+	for i := range b {
+		b[i] = 0xdb
+	}
 }
 
 // used returns the number of bytes handed out so far.

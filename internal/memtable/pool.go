@@ -1,7 +1,7 @@
 package memtable
 
 import (
-	"sync/atomic"
+	"sync"
 
 	"github.com/stratadb/strata/internal/invariants"
 )
@@ -9,69 +9,134 @@ import (
 // ArenaPool keeps the arena of one retired memtable so that the next
 // memtable of the same size reuses it instead of allocating: a write-heavy
 // DB then cycles between two full-size arenas (the mutable memtable and the
-// one being flushed) instead of leaving each flushed one to the garbage
-// collector, which lets garbage pile up to the GC goal before it runs.
+// one being flushed) instead of mapping and unmapping one per flush (or, for
+// heap arenas, leaving each flushed one to the garbage collector, which lets
+// garbage pile up to the GC goal before it runs).
+//
+// A pooled mapped arena holds no memory: its pages are handed back to the
+// kernel (MADV_DONTNEED) when it enters the pool and come back, zeroed, as
+// the next memtable writes them. An idle DB's spare arena costs address
+// space only.
 //
 // The zero value is an empty pool. Its methods are safe for concurrent use.
 //
-// Lifetime: Put hands the arena over for good. The caller must know that
-// nothing will ever read the memtable again (no reader, iterator, flush or
-// slice returned by Get or an iterator still aliases it): the db package
-// counts references on its memtables and calls Put when the last one goes.
+// Lifetime: Put hands the memtable's arena over for good. The caller must
+// know that nothing will ever read the memtable again (no reader, iterator,
+// flush or slice returned by Get or an iterator still aliases it): the db
+// package counts references on its memtables and calls Put when the last
+// one goes. The pool frees every arena it drops (one replaced by a newer
+// Put, the one held at Close, any Put after Close).
 type ArenaPool struct {
-	slot atomic.Pointer[arena]
+	mu     sync.Mutex
+	slot   *arena
+	closed bool
 }
 
 // Make is the package's Make, taking the pooled arena when its size is
-// exactly the size Make would allocate; reused says whether it did.
+// exactly the size Make would allocate; reused says whether it did. A new
+// arena is a mapping outside the Go heap where the build supports it (see
+// arena): the memtable must go back through Put, whose caller guarantees
+// that nothing reads it any more.
 func (p *ArenaPool) Make(arenaSize int) (m *MemTable, reused bool, err error) {
 	if int64(arenaSize) <= MaxArenaSize {
 		size := max(arenaSize, fixedOverhead)
-		if a := p.slot.Load(); a != nil && len(a.buf) == size && p.slot.CompareAndSwap(a, nil) {
-			a.reset()
+		p.mu.Lock()
+		a := p.slot
+		if a != nil && len(a.buf) == size {
+			p.slot = nil
+		} else {
+			a = nil
+		}
+		p.mu.Unlock()
+		if a != nil {
+			a.reuse()
 			m, err = makeWith(a)
 			return m, err == nil, err
 		}
 	}
-	m, err = Make(arenaSize)
+	if int64(arenaSize) > MaxArenaSize {
+		m, err = Make(arenaSize) // its error
+		return m, false, err
+	}
+	m, err = makeWith(newMappedArena(uint32(max(arenaSize, fixedOverhead))))
 	return m, false, err
 }
 
 // Put retires m and keeps its arena for a later Make of the same size,
-// replacing (and dropping) the arena kept before. m must not be used again,
-// by anyone.
+// freeing the arena kept before. After Close, Put frees m's arena at once.
+// m must not be used again, by anyone.
 func (p *ArenaPool) Put(m *MemTable) {
 	if m == nil || m.arena == nil {
 		return
 	}
 	a := m.arena
-	if invariants.Enabled {
-		// Make a late reader see garbage (and the race detector see the
-		// writes) rather than plausible stale entries.
-		b := a.buf[:a.used()]
-		for i := range b {
-			b[i] = 0xdb
-		}
+	a.retire()
+	p.mu.Lock()
+	old := p.slot
+	if p.closed {
+		old, a = a, nil
 	}
-	p.slot.Store(a)
+	p.slot = a
+	p.mu.Unlock()
+	if old != nil {
+		old.free()
+	}
 }
 
-// Drop empties the pool.
-func (p *ArenaPool) Drop() { p.slot.Store(nil) }
+// Drop frees the pooled arena, if any.
+func (p *ArenaPool) Drop() {
+	p.mu.Lock()
+	a := p.slot
+	p.slot = nil
+	p.mu.Unlock()
+	if a != nil {
+		a.free()
+	}
+}
+
+// Close frees the pooled arena; every later Put frees its arena at once.
+// The db closes its pool at Close, after which late readers still release
+// memtables.
+func (p *ArenaPool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.Drop()
+}
 
 // PooledBytes returns the size of the arena the pool holds, 0 if none.
 func (p *ArenaPool) PooledBytes() int {
-	if a := p.slot.Load(); a != nil {
-		return len(a.buf)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.slot != nil {
+		return len(p.slot.buf)
 	}
 	return 0
 }
 
-// reset zeroes the used part of a retired arena and empties it, so that it
-// is indistinguishable from a new one: newNode documents that a node's
-// links start at zero, and nothing of the old memtable may leak into the
-// new one.
-func (a *arena) reset() {
-	clear(a.buf[:a.used()])
+// retire prepares the arena of a memtable nobody reads any more for the
+// pool. A mapped arena's pages go back to the kernel (they read as zeros
+// when touched again); a heap arena is poisoned under invariants so that a
+// late reader sees garbage.
+func (a *arena) retire() {
+	if a.mapped {
+		parkArena(a.buf)
+		return
+	}
+	if invariants.Enabled {
+		poison(a.buf[:a.used()])
+	}
+}
+
+// reuse empties a retired arena, so that it is indistinguishable from a
+// new one: newNode documents that a node's links start at zero, and nothing
+// of the old memtable may leak into the new one. A parked mapping is
+// already zero.
+func (a *arena) reuse() {
+	if a.mapped {
+		unparkArena(a.buf)
+	} else {
+		clear(a.buf[:a.used()])
+	}
 	a.n.Store(arenaReserved)
 }

@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
@@ -51,6 +52,9 @@ func TestArenaPoolReuse(t *testing.T) {
 	require.True(t, found)
 	require.Equal(t, "new", string(v))
 	require.Equal(t, base.SeqNum(7), seq)
+	// v aliases a mapped arena, which the GC's cleanup unmaps once m2 is
+	// unreachable: keep it until v is read.
+	runtime.KeepAlive(m2)
 
 	p.Drop()
 	require.Zero(t, p.PooledBytes())
