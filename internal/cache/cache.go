@@ -202,6 +202,46 @@ func (c *Cache) Set(id, offset uint64, value []byte) {
 	s.evictLocked(e)
 }
 
+// HasRoom reports whether a value of n bytes could be cached for
+// (id, offset) by SetIfRoom now, without evicting anything. It is a hint
+// for callers that would have to copy a value before caching it: another
+// goroutine may fill the shard before SetIfRoom runs.
+func (c *Cache) HasRoom(id, offset uint64, n int) bool {
+	if c == nil {
+		return false
+	}
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	ok := s.mu.used+int64(n)+EntryOverhead <= s.mu.capacity
+	s.mu.Unlock()
+	return ok
+}
+
+// SetIfRoom caches value for (id, offset) like Set, but only when that
+// evicts nothing: the shard's free capacity covers the value's charge and
+// no value is cached for the key yet. It reports whether value was stored.
+// Scans use it, so that blocks read in passing fill an unused cache but
+// never push out the blocks that point reads keep there.
+func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
+	if c == nil {
+		return false
+	}
+	k := key{id, offset}
+	charge := int64(len(value)) + EntryOverhead
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.used+charge > s.mu.capacity || s.mu.table[k] != nil {
+		return false
+	}
+	e := &entry{key: k, value: value, charge: charge}
+	s.mu.table[k] = e
+	s.mu.used += charge
+	s.pushFrontLocked(e)
+	s.mu.inserts++
+	return true
+}
+
 // EvictFile drops every cached block of reader id. It scans every entry of
 // every shard, O(entries in the cache): it is meant for when a table is
 // deleted or its reader closed, not for hot paths. (Keeping a per-id list

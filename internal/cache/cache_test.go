@@ -295,3 +295,30 @@ func TestCache_InsertNeverEvictsItself(t *testing.T) {
 		}
 	}
 }
+
+// TestCache_SetIfRoom: SetIfRoom stores only while nothing must be evicted
+// and never replaces a cached value; HasRoom agrees with it.
+func TestCache_SetIfRoom(t *testing.T) {
+	c := newWithShards(4*(1000+EntryOverhead), 1)
+	id := c.NewID()
+	for i := uint64(0); i < 4; i++ {
+		require.True(t, c.HasRoom(id, i, 1000))
+		require.True(t, c.SetIfRoom(id, i, block(id, i, 1000)))
+	}
+	require.False(t, c.HasRoom(id, 9, 1))
+	require.False(t, c.SetIfRoom(id, 9, block(id, 9, 1)))
+	c.Set(id, 0, block(id, 0, 500)) // frees 500 bytes
+	require.True(t, c.HasRoom(id, 9, 400))
+	require.False(t, c.SetIfRoom(id, 1, block(id, 1, 10)), "an existing entry is not replaced")
+	v, ok := c.Get(id, 1)
+	require.True(t, ok)
+	require.Len(t, v, 1000)
+	require.True(t, c.SetIfRoom(id, 9, block(id, 9, 400)))
+	st := c.Stats()
+	require.Zero(t, st.Evictions)
+	require.Equal(t, uint64(6), st.Inserts)
+	checkInvariants(t, c)
+	var nilCache *Cache
+	require.False(t, nilCache.HasRoom(id, 0, 1))
+	require.False(t, nilCache.SetIfRoom(id, 0, nil))
+}
