@@ -1,7 +1,10 @@
 // Package cache is the block cache: a sharded, LRU-like cache of immutable byte slices
 // keyed by (table reader id, block offset) and bounded in bytes.
 //
-// Each entry is charged len(value) + EntryOverhead bytes. The key space is
+// Each entry is charged the bytes its value's allocation really holds (its
+// capacity rounded up to the Go allocator's size class: a 4096-byte block
+// with its 5-byte trailer sits in a 4864-byte object) plus EntryOverhead, so
+// that the capacity bounds the memory the cache keeps alive. The key space is
 // split over a power-of-two number of shards (at most 16, fewer for small
 // capacities so that each shard can hold a few blocks) by a hash of the key;
 // each shard has its own mutex, map and LRU list and gets capacity/shards
@@ -39,9 +42,51 @@ import (
 )
 
 // EntryOverhead is the fixed number of bytes charged per entry on top of
-// len(value): an estimate of the entry struct, its list links and its map
+// the value's allocation (see Charge): an estimate of the entry struct, its list links and its map
 // slot.
 const EntryOverhead = 96
+
+// sizeClasses are the Go allocator's small object sizes (runtime's
+// sizeclasses.go, stable since Go 1.14; TestAllocSizeMatchesRuntime checks
+// them against the running runtime). Larger objects take whole 8 KiB pages.
+var sizeClasses = [...]int32{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160,
+	176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576,
+	640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688,
+	3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472,
+	9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760,
+	24576, 27264, 28672, 32768}
+
+const pageSize = 8192
+
+// AllocSize returns the bytes the Go allocator sets aside for a byte slice
+// allocation of n bytes: n rounded up to its size class, or to whole pages
+// above the largest class.
+func AllocSize(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	if n > int(sizeClasses[len(sizeClasses)-1]) {
+		return (n + pageSize - 1) &^ (pageSize - 1)
+	}
+	lo, hi := 0, len(sizeClasses)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(sizeClasses[m]) < n {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return int(sizeClasses[lo])
+}
+
+// Charge returns what caching value costs against the capacity: the
+// allocation behind it (AllocSize of its capacity) plus EntryOverhead.
+// A value that is a slice of a larger allocation is charged only for the
+// part from its start.
+func Charge(value []byte) int64 {
+	return int64(AllocSize(cap(value))) + EntryOverhead
+}
 
 const (
 	maxShards        = 16
@@ -177,7 +222,7 @@ func (c *Cache) Set(id, offset uint64, value []byte) {
 		return
 	}
 	k := key{id, offset}
-	charge := int64(len(value)) + EntryOverhead
+	charge := Charge(value)
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -202,7 +247,7 @@ func (c *Cache) Set(id, offset uint64, value []byte) {
 	s.evictLocked(e)
 }
 
-// HasRoom reports whether a value of n bytes could be cached for
+// HasRoom reports whether a value of capacity n could be cached for
 // (id, offset) by SetIfRoom now, without evicting anything. It is a hint
 // for callers that would have to copy a value before caching it: another
 // goroutine may fill the shard before SetIfRoom runs.
@@ -212,7 +257,7 @@ func (c *Cache) HasRoom(id, offset uint64, n int) bool {
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
-	ok := s.mu.used+int64(n)+EntryOverhead <= s.mu.capacity
+	ok := s.mu.used+int64(AllocSize(n))+EntryOverhead <= s.mu.capacity
 	s.mu.Unlock()
 	return ok
 }
@@ -227,7 +272,7 @@ func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 		return false
 	}
 	k := key{id, offset}
-	charge := int64(len(value)) + EntryOverhead
+	charge := Charge(value)
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
