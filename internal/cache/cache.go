@@ -116,30 +116,43 @@ type key struct {
 	id, offset uint64
 }
 
-// entry is one cached block, linked into its shard's LRU list.
+// entry is one cached block, linked into its shard's LRU list by index
+// into the shard's entries slice.
 type entry struct {
 	key        key
 	value      []byte
 	charge     int64
-	prev, next *entry
+	prev, next int32
 	// referenced is set by Get: the entry gets a second chance when it
 	// reaches the LRU end (see evictLocked).
 	referenced bool
 }
 
+// sentinel is the index of a shard's list head in its entries slice.
+const sentinel = 0
+
 // shard is one independently locked part of the cache.
 //
-// Invariants (with mu held): every entry in table is linked exactly once
-// into the circular list through lru (lru.next is the most recently used,
-// lru.prev the least); used is the sum of their charges; after any Set or
-// setCapacity returns, used ≤ capacity.
+// Entries live in one slice and link to each other by index, and the map
+// holds indexes: a cache miss allocates no entry object, and neither the
+// map nor the links hold pointers for the garbage collector to scan (only
+// the values in the slice do). Freed slots are reused through a free list
+// linked by next.
+//
+// Invariants (with mu held): entries[sentinel] is the list head; every
+// index in table is linked exactly once into the circular list through
+// entries[sentinel] (its next is the most recently used, its prev the
+// least) and is the slot of the entry with that key; the other slots are
+// on the free list, zeroed but for next; used is the sum of the listed
+// entries' charges; after any Set or setCapacity returns, used ≤ capacity.
 type shard struct {
 	mu struct {
 		sync.Mutex
 		capacity  int64
 		used      int64
-		table     map[key]*entry
-		lru       entry // list sentinel
+		table     map[key]int32
+		entries   []entry
+		free      int32 // first free slot, or sentinel when none
 		inserts   uint64
 		evictions uint64
 	}
@@ -162,9 +175,8 @@ func newWithShards(capacityBytes int64, n int) *Cache {
 	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1)}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.table = make(map[key]*entry)
-		s.mu.lru.next = &s.mu.lru
-		s.mu.lru.prev = &s.mu.lru
+		s.mu.table = make(map[key]int32)
+		s.mu.entries = make([]entry, 1) // the sentinel, linked to itself
 	}
 	c.SetCapacity(capacityBytes)
 	return c
@@ -197,14 +209,15 @@ func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
-	e := s.mu.table[key{id, offset}]
-	if e == nil {
+	i, ok := s.mu.table[key{id, offset}]
+	if !ok {
 		s.mu.Unlock()
 		s.misses.Add(1)
 		return nil, false
 	}
 	// Mark, don't move: relinking touches three other entries' cache
 	// lines on every hit, which cost 10% of a cached random read.
+	e := &s.mu.entries[i]
 	e.referenced = true
 	v := e.value
 	s.mu.Unlock()
@@ -226,25 +239,23 @@ func (c *Cache) Set(id, offset uint64, value []byte) {
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.mu.table[k]
+	i, ok := s.mu.table[k]
 	if charge > s.mu.capacity {
-		if e != nil {
-			s.removeLocked(e)
+		if ok {
+			s.removeLocked(i)
 		}
 		return
 	}
-	if e != nil {
+	if ok {
+		e := &s.mu.entries[i]
 		s.mu.used += charge - e.charge
 		e.value, e.charge = value, charge
-		s.moveToFrontLocked(e)
+		s.moveToFrontLocked(i)
 	} else {
-		e = &entry{key: k, value: value, charge: charge}
-		s.mu.table[k] = e
-		s.mu.used += charge
-		s.pushFrontLocked(e)
+		i = s.insertLocked(k, value, charge)
 	}
 	s.mu.inserts++
-	s.evictLocked(e)
+	s.evictLocked(i)
 }
 
 // HasRoom reports whether a value of capacity n could be cached for
@@ -276,13 +287,13 @@ func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.used+charge > s.mu.capacity || s.mu.table[k] != nil {
+	if s.mu.used+charge > s.mu.capacity {
 		return false
 	}
-	e := &entry{key: k, value: value, charge: charge}
-	s.mu.table[k] = e
-	s.mu.used += charge
-	s.pushFrontLocked(e)
+	if _, ok := s.mu.table[k]; ok {
+		return false
+	}
+	s.insertLocked(k, value, charge)
 	s.mu.inserts++
 	return true
 }
@@ -298,9 +309,9 @@ func (c *Cache) EvictFile(id uint64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for k, e := range s.mu.table {
+		for k, i := range s.mu.table {
 			if k.id == id {
-				s.removeLocked(e)
+				s.removeLocked(i) // deleting during range is allowed
 			}
 		}
 		s.mu.Unlock()
@@ -323,7 +334,7 @@ func (c *Cache) SetCapacity(capacityBytes int64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.mu.capacity = per
-		s.evictLocked(nil)
+		s.evictLocked(sentinel)
 		s.mu.Unlock()
 	}
 }
@@ -348,25 +359,26 @@ func (c *Cache) Stats() Stats {
 	return st
 }
 
-// evictLocked drops least recently used entries until used ≤ capacity.
-// s.mu must be held.
-func (s *shard) evictLocked(keep *entry) {
+// evictLocked drops least recently used entries until used ≤ capacity,
+// never the entry at index keep (sentinel: none). s.mu must be held.
+func (s *shard) evictLocked(keep int32) {
+	es := s.mu.entries
 	for s.mu.used > s.mu.capacity {
-		lru := s.mu.lru.prev
-		if lru == &s.mu.lru {
+		lru := es[sentinel].prev
+		if lru == sentinel {
 			break // empty; cannot happen while used > 0
 		}
 		if lru == keep {
-			if lru.prev == &s.mu.lru {
+			if es[lru].prev == sentinel {
 				break // the only entry; Set never admits one over capacity
 			}
 			s.moveToFrontLocked(lru) // an insert never evicts itself
 			continue
 		}
-		if lru.referenced {
+		if es[lru].referenced {
 			// Used since it was last moved: a second chance. Each entry
 			// is moved at most once per pass, so the loop ends.
-			lru.referenced = false
+			es[lru].referenced = false
 			s.moveToFrontLocked(lru)
 			continue
 		}
@@ -375,30 +387,54 @@ func (s *shard) evictLocked(keep *entry) {
 	}
 }
 
-// removeLocked unlinks e and forgets it. s.mu must be held.
-func (s *shard) removeLocked(e *entry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
+// insertLocked stores a new entry for k, which must not be cached, as most
+// recently used and returns its index. s.mu must be held.
+func (s *shard) insertLocked(k key, value []byte, charge int64) int32 {
+	i := s.mu.free
+	if i != sentinel {
+		s.mu.free = s.mu.entries[i].next
+	} else {
+		i = int32(len(s.mu.entries))
+		s.mu.entries = append(s.mu.entries, entry{})
+	}
+	s.mu.entries[i] = entry{key: k, value: value, charge: charge}
+	s.mu.table[k] = i
+	s.mu.used += charge
+	s.pushFrontLocked(i)
+	return i
+}
+
+// removeLocked unlinks entry i, forgets it and frees its slot. s.mu must
+// be held.
+func (s *shard) removeLocked(i int32) {
+	es := s.mu.entries
+	e := &es[i]
+	es[e.prev].next = e.next
+	es[e.next].prev = e.prev
 	delete(s.mu.table, e.key)
 	s.mu.used -= e.charge
-	*e = entry{} // drop the value reference early
+	*e = entry{next: s.mu.free} // drop the value reference early
+	s.mu.free = i
 }
 
-// pushFrontLocked links e as most recently used. s.mu must be held.
-func (s *shard) pushFrontLocked(e *entry) {
-	head := &s.mu.lru
-	e.prev = head
-	e.next = head.next
-	head.next.prev = e
-	head.next = e
+// pushFrontLocked links entry i as most recently used. s.mu must be held.
+func (s *shard) pushFrontLocked(i int32) {
+	es := s.mu.entries
+	head := &es[sentinel]
+	es[i].prev = sentinel
+	es[i].next = head.next
+	es[head.next].prev = i
+	head.next = i
 }
 
-// moveToFrontLocked marks e most recently used. s.mu must be held.
-func (s *shard) moveToFrontLocked(e *entry) {
-	if s.mu.lru.next == e {
+// moveToFrontLocked marks entry i most recently used. s.mu must be held.
+func (s *shard) moveToFrontLocked(i int32) {
+	es := s.mu.entries
+	if es[sentinel].next == i {
 		return
 	}
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	s.pushFrontLocked(e)
+	e := &es[i]
+	es[e.prev].next = e.next
+	es[e.next].prev = e.prev
+	s.pushFrontLocked(i)
 }

@@ -18,14 +18,24 @@ func checkInvariants(t *testing.T, c *Cache) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		n, used := 0, int64(0)
-		for e := s.mu.lru.next; e != &s.mu.lru; e = e.next {
-			require.Same(t, e, e.next.prev)
-			require.Same(t, e, s.mu.table[e.key])
+		es := s.mu.entries
+		for i := es[sentinel].next; i != sentinel; i = es[i].next {
+			e := &es[i]
+			require.Equal(t, i, es[e.next].prev)
+			require.Equal(t, i, s.mu.table[e.key])
 			require.Equal(t, Charge(e.value), e.charge)
 			n++
 			used += e.charge
+			require.LessOrEqual(t, n, len(es), "list cycle")
 		}
 		require.Equal(t, len(s.mu.table), n)
+		free := 0
+		for i := s.mu.free; i != sentinel; i = es[i].next {
+			require.Equal(t, entry{next: es[i].next}, es[i], "free slot %d not cleared", i)
+			free++
+			require.LessOrEqual(t, free, len(es), "free list cycle")
+		}
+		require.Equal(t, len(es), 1+n+free, "every slot is listed or free")
 		require.Equal(t, s.mu.used, used)
 		require.LessOrEqual(t, s.mu.used, s.mu.capacity)
 		total += used
@@ -350,5 +360,24 @@ func TestCache_ChargesAllocation(t *testing.T) {
 	st := c.Stats()
 	require.Equal(t, int64(10*(4864+EntryOverhead)), st.Used)
 	require.Equal(t, uint64(10), st.Evictions)
+	checkInvariants(t, c)
+}
+
+// TestCache_SetDoesNotAllocate: inserting into a full cache (one eviction
+// per insert) reuses freed entry slots, so a steady stream of misses
+// allocates nothing in the cache itself.
+func TestCache_SetDoesNotAllocate(t *testing.T) {
+	const size = 4096
+	c := newWithShards(64*(size+EntryOverhead), 1)
+	v := make([]byte, size)
+	off := uint64(0)
+	for ; off < 1000; off++ {
+		c.Set(1, off, v)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.Set(1, off, v)
+		off++
+	})
+	require.Zero(t, allocs)
 	checkInvariants(t, c)
 }
