@@ -63,9 +63,10 @@ func (r *Reader) readBlockForCache(h blockHandle) ([]byte, error) {
 // are read in chunks
 // that start at 8 KiB and double up to 256 KiB, so a scan costs one system
 // call per chunk instead of one per block. Blocks served from the chunk
-// are verified like any other and are not added to the block cache (a scan
-// would otherwise evict the blocks point reads keep hot); they alias buf
-// and stay valid until the iterator's next read.
+// are verified like any other and are added to the block cache only while
+// it has free room (see admitReadahead: a scan must not evict the blocks
+// point reads keep hot); those not cached alias buf and stay valid until
+// the iterator's next read.
 type readahead struct {
 	buf     []byte // the chunk, starting at file offset off
 	off     uint64
@@ -93,8 +94,7 @@ func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
 	if ra.buf != nil && h.offset >= ra.off && h.offset+n <= ra.off+uint64(len(ra.buf)) {
 		ra.nextOff, ra.lastOff = h.offset+n, h.offset
 		start := h.offset - ra.off
-		b, err = r.decodeRaw(h, ra.buf[start:start+n:start+n], true)
-		return b, true, err
+		return it.admitReadahead(h, ra.buf[start:start+n:start+n])
 	}
 	backward := false
 	switch {
@@ -140,8 +140,31 @@ func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
 		return nil, true, err
 	}
 	i := h.offset - start
-	b, err = r.decodeRaw(h, ra.buf[i:i+n:i+n], true)
-	return b, true, err
+	return it.admitReadahead(h, ra.buf[i:i+n:i+n])
+}
+
+// admitReadahead verifies block h, whose bytes (trailer included) lie in
+// the readahead chunk at raw, and caches it if the cache has room to spare:
+// with a cache larger than the data, a repeated scan then reads and
+// verifies each block once. A block that would evict anything is not
+// cached (SetIfRoom), so scans never push out the blocks point reads keep
+// hot. An uncompressed block is copied out of the chunk before caching,
+// since the chunk is reused.
+func (it *Iter) admitReadahead(h blockHandle, raw []byte) ([]byte, bool, error) {
+	r := it.r
+	b, err := r.decodeRaw(h, raw, true)
+	if err != nil || len(b) == 0 {
+		return b, true, err
+	}
+	c := r.opts.Cache
+	if !c.HasRoom(r.cacheID, h.offset, len(b)) {
+		return b, true, nil
+	}
+	if &b[0] == &raw[0] {
+		b = append([]byte(nil), b...)
+	}
+	c.SetIfRoom(r.cacheID, h.offset, b)
+	return b, true, nil
 }
 
 var _ iterator.Iterator = (*Iter)(nil)

@@ -111,3 +111,66 @@ func TestIter_ReadaheadCorruption(t *testing.T) {
 		require.NoError(t, r.Close())
 	}
 }
+
+// scanCount scans r forward with a fresh iterator, checking every entry
+// against model.
+func scanCount(t *testing.T, r *Reader, model []kv) {
+	t.Helper()
+	it := r.NewIter()
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		require.Equal(t, model[i].key, it.Key())
+		require.True(t, bytes.Equal(model[i].val, it.Value()), "value of %s", model[i].key)
+		i++
+	}
+	require.NoError(t, it.Error())
+	require.Equal(t, len(model), i)
+	require.NoError(t, it.Close())
+}
+
+// TestIter_ReadaheadFillsRoomyCache: blocks read by readahead go into a
+// cache that has room for them, so a second scan reads nothing from the
+// file (and the cached copies do not alias the reused chunk).
+func TestIter_ReadaheadFillsRoomyCache(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	model := randomModel(rng, 3000)
+	for _, comp := range []Compression{NoCompression, SnappyCompression} {
+		f, _ := buildTable(t, model, nil, WriterOptions{BlockSize: 512, Compression: comp})
+		cf := &countingFile{memFile: f}
+		c := cache.New(64 << 20)
+		r, err := Open(cf, int64(len(f.b)), ReaderOptions{FileName: "ra.sst", Cache: c})
+		require.NoError(t, err)
+		blocks := int(r.Properties().NumDataBlocks)
+
+		scanCount(t, r, model)
+		require.Equal(t, uint64(blocks), c.Stats().Inserts, "%s: every block cached", comp)
+		cf.reads = 0
+		scanCount(t, r, model)
+		require.Zero(t, cf.reads, "%s: second scan served from the cache", comp)
+		require.Zero(t, c.Stats().Evictions)
+		require.NoError(t, r.Close())
+	}
+}
+
+// TestIter_ReadaheadKeepsHotBlocks: a scan through a full cache caches
+// only the blocks it reads on its own before readahead starts, so it
+// evicts at most those few of the blocks point reads put there.
+func TestIter_ReadaheadKeepsHotBlocks(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	model := randomModel(rng, 3000)
+	f, _ := buildTable(t, model, nil, WriterOptions{BlockSize: 512})
+	c := cache.New(16 << 10)
+	r := openMem(t, f, c)
+	for i := 0; i < len(model); i += 7 {
+		_, _, _, found, err := r.Get(model[i].key.UserKey, base.MaxSeqNum)
+		require.NoError(t, err)
+		require.True(t, found)
+	}
+	before := c.Stats()
+	require.Greater(t, before.Evictions, uint64(0), "the point reads filled the cache")
+	scanCount(t, r, model)
+	after := c.Stats()
+	require.LessOrEqual(t, after.Evictions-before.Evictions, uint64(2), "the scan evicted hot blocks")
+	require.LessOrEqual(t, after.Inserts-before.Inserts, uint64(2))
+	require.NoError(t, r.Close())
+}

@@ -1,7 +1,10 @@
 // Package cache is the block cache: a sharded, LRU-like cache of immutable byte slices
 // keyed by (table reader id, block offset) and bounded in bytes.
 //
-// Each entry is charged len(value) + EntryOverhead bytes. The key space is
+// Each entry is charged the bytes its value's allocation really holds (its
+// capacity rounded up to the Go allocator's size class: a 4096-byte block
+// with its 5-byte trailer sits in a 4864-byte object) plus EntryOverhead, so
+// that the capacity bounds the memory the cache keeps alive. The key space is
 // split over a power-of-two number of shards (at most 16, fewer for small
 // capacities so that each shard can hold a few blocks) by a hash of the key;
 // each shard has its own mutex, map and LRU list and gets capacity/shards
@@ -39,9 +42,51 @@ import (
 )
 
 // EntryOverhead is the fixed number of bytes charged per entry on top of
-// len(value): an estimate of the entry struct, its list links and its map
+// the value's allocation (see Charge): an estimate of the entry struct, its list links and its map
 // slot.
 const EntryOverhead = 96
+
+// sizeClasses are the Go allocator's small object sizes (runtime's
+// sizeclasses.go, stable since Go 1.14; TestAllocSizeMatchesRuntime checks
+// them against the running runtime). Larger objects take whole 8 KiB pages.
+var sizeClasses = [...]int32{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160,
+	176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576,
+	640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688,
+	3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472,
+	9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760,
+	24576, 27264, 28672, 32768}
+
+const pageSize = 8192
+
+// AllocSize returns the bytes the Go allocator sets aside for a byte slice
+// allocation of n bytes: n rounded up to its size class, or to whole pages
+// above the largest class.
+func AllocSize(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	if n > int(sizeClasses[len(sizeClasses)-1]) {
+		return (n + pageSize - 1) &^ (pageSize - 1)
+	}
+	lo, hi := 0, len(sizeClasses)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(sizeClasses[m]) < n {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return int(sizeClasses[lo])
+}
+
+// Charge returns what caching value costs against the capacity: the
+// allocation behind it (AllocSize of its capacity) plus EntryOverhead.
+// A value that is a slice of a larger allocation is charged only for the
+// part from its start.
+func Charge(value []byte) int64 {
+	return int64(AllocSize(cap(value))) + EntryOverhead
+}
 
 const (
 	maxShards        = 16
@@ -71,30 +116,43 @@ type key struct {
 	id, offset uint64
 }
 
-// entry is one cached block, linked into its shard's LRU list.
+// entry is one cached block, linked into its shard's LRU list by index
+// into the shard's entries slice.
 type entry struct {
 	key        key
 	value      []byte
 	charge     int64
-	prev, next *entry
+	prev, next int32
 	// referenced is set by Get: the entry gets a second chance when it
 	// reaches the LRU end (see evictLocked).
 	referenced bool
 }
 
+// sentinel is the index of a shard's list head in its entries slice.
+const sentinel = 0
+
 // shard is one independently locked part of the cache.
 //
-// Invariants (with mu held): every entry in table is linked exactly once
-// into the circular list through lru (lru.next is the most recently used,
-// lru.prev the least); used is the sum of their charges; after any Set or
-// setCapacity returns, used ≤ capacity.
+// Entries live in one slice and link to each other by index, and the map
+// holds indexes: a cache miss allocates no entry object, and neither the
+// map nor the links hold pointers for the garbage collector to scan (only
+// the values in the slice do). Freed slots are reused through a free list
+// linked by next.
+//
+// Invariants (with mu held): entries[sentinel] is the list head; every
+// index in table is linked exactly once into the circular list through
+// entries[sentinel] (its next is the most recently used, its prev the
+// least) and is the slot of the entry with that key; the other slots are
+// on the free list, zeroed but for next; used is the sum of the listed
+// entries' charges; after any Set or setCapacity returns, used ≤ capacity.
 type shard struct {
 	mu struct {
 		sync.Mutex
 		capacity  int64
 		used      int64
-		table     map[key]*entry
-		lru       entry // list sentinel
+		table     map[key]int32
+		entries   []entry
+		free      int32 // first free slot, or sentinel when none
 		inserts   uint64
 		evictions uint64
 	}
@@ -117,9 +175,8 @@ func newWithShards(capacityBytes int64, n int) *Cache {
 	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1)}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.table = make(map[key]*entry)
-		s.mu.lru.next = &s.mu.lru
-		s.mu.lru.prev = &s.mu.lru
+		s.mu.table = make(map[key]int32)
+		s.mu.entries = make([]entry, 1) // the sentinel, linked to itself
 	}
 	c.SetCapacity(capacityBytes)
 	return c
@@ -152,14 +209,15 @@ func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
-	e := s.mu.table[key{id, offset}]
-	if e == nil {
+	i, ok := s.mu.table[key{id, offset}]
+	if !ok {
 		s.mu.Unlock()
 		s.misses.Add(1)
 		return nil, false
 	}
 	// Mark, don't move: relinking touches three other entries' cache
 	// lines on every hit, which cost 10% of a cached random read.
+	e := &s.mu.entries[i]
 	e.referenced = true
 	v := e.value
 	s.mu.Unlock()
@@ -177,29 +235,67 @@ func (c *Cache) Set(id, offset uint64, value []byte) {
 		return
 	}
 	k := key{id, offset}
-	charge := int64(len(value)) + EntryOverhead
+	charge := Charge(value)
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.mu.table[k]
+	i, ok := s.mu.table[k]
 	if charge > s.mu.capacity {
-		if e != nil {
-			s.removeLocked(e)
+		if ok {
+			s.removeLocked(i)
 		}
 		return
 	}
-	if e != nil {
+	if ok {
+		e := &s.mu.entries[i]
 		s.mu.used += charge - e.charge
 		e.value, e.charge = value, charge
-		s.moveToFrontLocked(e)
+		s.moveToFrontLocked(i)
 	} else {
-		e = &entry{key: k, value: value, charge: charge}
-		s.mu.table[k] = e
-		s.mu.used += charge
-		s.pushFrontLocked(e)
+		i = s.insertLocked(k, value, charge)
 	}
 	s.mu.inserts++
-	s.evictLocked(e)
+	s.evictLocked(i)
+}
+
+// HasRoom reports whether a value of capacity n could be cached for
+// (id, offset) by SetIfRoom now, without evicting anything. It is a hint
+// for callers that would have to copy a value before caching it: another
+// goroutine may fill the shard before SetIfRoom runs.
+func (c *Cache) HasRoom(id, offset uint64, n int) bool {
+	if c == nil {
+		return false
+	}
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	ok := s.mu.used+int64(AllocSize(n))+EntryOverhead <= s.mu.capacity
+	s.mu.Unlock()
+	return ok
+}
+
+// SetIfRoom caches value for (id, offset) like Set, but only when that
+// evicts nothing: the shard's free capacity covers the value's charge and
+// no value is cached for the key yet. It reports whether value was stored.
+// Scans use it, so that blocks read in passing fill an unused cache but
+// never push out the blocks that point reads keep there.
+func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
+	if c == nil {
+		return false
+	}
+	k := key{id, offset}
+	charge := Charge(value)
+	s := c.shard(id, offset)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.used+charge > s.mu.capacity {
+		return false
+	}
+	if _, ok := s.mu.table[k]; ok {
+		return false
+	}
+	s.insertLocked(k, value, charge)
+	s.mu.inserts++
+	return true
 }
 
 // EvictFile drops every cached block of reader id. It scans every entry of
@@ -213,9 +309,9 @@ func (c *Cache) EvictFile(id uint64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for k, e := range s.mu.table {
+		for k, i := range s.mu.table {
 			if k.id == id {
-				s.removeLocked(e)
+				s.removeLocked(i) // deleting during range is allowed
 			}
 		}
 		s.mu.Unlock()
@@ -238,7 +334,7 @@ func (c *Cache) SetCapacity(capacityBytes int64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.mu.capacity = per
-		s.evictLocked(nil)
+		s.evictLocked(sentinel)
 		s.mu.Unlock()
 	}
 }
@@ -263,25 +359,26 @@ func (c *Cache) Stats() Stats {
 	return st
 }
 
-// evictLocked drops least recently used entries until used ≤ capacity.
-// s.mu must be held.
-func (s *shard) evictLocked(keep *entry) {
+// evictLocked drops least recently used entries until used ≤ capacity,
+// never the entry at index keep (sentinel: none). s.mu must be held.
+func (s *shard) evictLocked(keep int32) {
+	es := s.mu.entries
 	for s.mu.used > s.mu.capacity {
-		lru := s.mu.lru.prev
-		if lru == &s.mu.lru {
+		lru := es[sentinel].prev
+		if lru == sentinel {
 			break // empty; cannot happen while used > 0
 		}
 		if lru == keep {
-			if lru.prev == &s.mu.lru {
+			if es[lru].prev == sentinel {
 				break // the only entry; Set never admits one over capacity
 			}
 			s.moveToFrontLocked(lru) // an insert never evicts itself
 			continue
 		}
-		if lru.referenced {
+		if es[lru].referenced {
 			// Used since it was last moved: a second chance. Each entry
 			// is moved at most once per pass, so the loop ends.
-			lru.referenced = false
+			es[lru].referenced = false
 			s.moveToFrontLocked(lru)
 			continue
 		}
@@ -290,30 +387,54 @@ func (s *shard) evictLocked(keep *entry) {
 	}
 }
 
-// removeLocked unlinks e and forgets it. s.mu must be held.
-func (s *shard) removeLocked(e *entry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
+// insertLocked stores a new entry for k, which must not be cached, as most
+// recently used and returns its index. s.mu must be held.
+func (s *shard) insertLocked(k key, value []byte, charge int64) int32 {
+	i := s.mu.free
+	if i != sentinel {
+		s.mu.free = s.mu.entries[i].next
+	} else {
+		i = int32(len(s.mu.entries))
+		s.mu.entries = append(s.mu.entries, entry{})
+	}
+	s.mu.entries[i] = entry{key: k, value: value, charge: charge}
+	s.mu.table[k] = i
+	s.mu.used += charge
+	s.pushFrontLocked(i)
+	return i
+}
+
+// removeLocked unlinks entry i, forgets it and frees its slot. s.mu must
+// be held.
+func (s *shard) removeLocked(i int32) {
+	es := s.mu.entries
+	e := &es[i]
+	es[e.prev].next = e.next
+	es[e.next].prev = e.prev
 	delete(s.mu.table, e.key)
 	s.mu.used -= e.charge
-	*e = entry{} // drop the value reference early
+	*e = entry{next: s.mu.free} // drop the value reference early
+	s.mu.free = i
 }
 
-// pushFrontLocked links e as most recently used. s.mu must be held.
-func (s *shard) pushFrontLocked(e *entry) {
-	head := &s.mu.lru
-	e.prev = head
-	e.next = head.next
-	head.next.prev = e
-	head.next = e
+// pushFrontLocked links entry i as most recently used. s.mu must be held.
+func (s *shard) pushFrontLocked(i int32) {
+	es := s.mu.entries
+	head := &es[sentinel]
+	es[i].prev = sentinel
+	es[i].next = head.next
+	es[head.next].prev = i
+	head.next = i
 }
 
-// moveToFrontLocked marks e most recently used. s.mu must be held.
-func (s *shard) moveToFrontLocked(e *entry) {
-	if s.mu.lru.next == e {
+// moveToFrontLocked marks entry i most recently used. s.mu must be held.
+func (s *shard) moveToFrontLocked(i int32) {
+	es := s.mu.entries
+	if es[sentinel].next == i {
 		return
 	}
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	s.pushFrontLocked(e)
+	e := &es[i]
+	es[e.prev].next = e.next
+	es[e.next].prev = e.prev
+	s.pushFrontLocked(i)
 }

@@ -18,14 +18,24 @@ func checkInvariants(t *testing.T, c *Cache) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		n, used := 0, int64(0)
-		for e := s.mu.lru.next; e != &s.mu.lru; e = e.next {
-			require.Same(t, e, e.next.prev)
-			require.Same(t, e, s.mu.table[e.key])
-			require.Equal(t, int64(len(e.value))+EntryOverhead, e.charge)
+		es := s.mu.entries
+		for i := es[sentinel].next; i != sentinel; i = es[i].next {
+			e := &es[i]
+			require.Equal(t, i, es[e.next].prev)
+			require.Equal(t, i, s.mu.table[e.key])
+			require.Equal(t, Charge(e.value), e.charge)
 			n++
 			used += e.charge
+			require.LessOrEqual(t, n, len(es), "list cycle")
 		}
 		require.Equal(t, len(s.mu.table), n)
+		free := 0
+		for i := s.mu.free; i != sentinel; i = es[i].next {
+			require.Equal(t, entry{next: es[i].next}, es[i], "free slot %d not cleared", i)
+			free++
+			require.LessOrEqual(t, free, len(es), "free list cycle")
+		}
+		require.Equal(t, len(es), 1+n+free, "every slot is listed or free")
 		require.Equal(t, s.mu.used, used)
 		require.LessOrEqual(t, s.mu.used, s.mu.capacity)
 		total += used
@@ -70,12 +80,12 @@ func TestCache_GetSet(t *testing.T) {
 	require.False(t, ok)
 
 	st := c.Stats()
-	require.Equal(t, Stats{Hits: 2, Misses: 2, Inserts: 3, Used: int64(12+6) + 2*EntryOverhead, Capacity: 1 << 20}, st)
+	require.Equal(t, Stats{Hits: 2, Misses: 2, Inserts: 3, Used: int64(16+8) + 2*EntryOverhead, Capacity: 1 << 20}, st)
 	checkInvariants(t, c)
 }
 
 func TestCache_LRUOrder(t *testing.T) {
-	const size = 1000
+	const size = 1024 // a size class: charged exactly
 	c := newWithShards(3*(size+EntryOverhead), 1)
 	c.Set(1, 0, block(1, 0, size))
 	c.Set(1, 1, block(1, 1, size))
@@ -159,7 +169,7 @@ func TestCache_EvictFile(t *testing.T) {
 		require.True(t, ok)
 	}
 	st := c.Stats()
-	require.Equal(t, 100*(100+int64(EntryOverhead)), st.Used)
+	require.Equal(t, 100*(112+int64(EntryOverhead)), st.Used) // 100 bytes take 112
 	require.Zero(t, st.Evictions)
 	checkInvariants(t, c)
 }
@@ -275,7 +285,7 @@ func BenchmarkSet(b *testing.B) {
 // which get second chances ahead of a new one: the entry being inserted
 // must still be the one kept, down to a shard with room for one block.
 func TestCache_InsertNeverEvictsItself(t *testing.T) {
-	const size = 1000
+	const size = 1024
 	for _, slots := range []int{1, 2, 4} {
 		c := newWithShards(int64(slots)*(size+EntryOverhead), 1)
 		for off := uint64(0); off < uint64(slots); off++ {
@@ -294,4 +304,80 @@ func TestCache_InsertNeverEvictsItself(t *testing.T) {
 			checkInvariants(t, c)
 		}
 	}
+}
+
+// TestCache_SetIfRoom: SetIfRoom stores only while nothing must be evicted
+// and never replaces a cached value; HasRoom agrees with it.
+func TestCache_SetIfRoom(t *testing.T) {
+	c := newWithShards(4*(1024+EntryOverhead), 1)
+	id := c.NewID()
+	for i := uint64(0); i < 4; i++ {
+		require.True(t, c.HasRoom(id, i, 1024))
+		require.True(t, c.SetIfRoom(id, i, block(id, i, 1024)))
+	}
+	require.False(t, c.HasRoom(id, 9, 1))
+	require.False(t, c.SetIfRoom(id, 9, block(id, 9, 1)))
+	c.Set(id, 0, block(id, 0, 500)) // frees 512 bytes
+	require.True(t, c.HasRoom(id, 9, 400))
+	require.False(t, c.SetIfRoom(id, 1, block(id, 1, 10)), "an existing entry is not replaced")
+	v, ok := c.Get(id, 1)
+	require.True(t, ok)
+	require.Len(t, v, 1024)
+	require.True(t, c.SetIfRoom(id, 9, block(id, 9, 400)))
+	st := c.Stats()
+	require.Zero(t, st.Evictions)
+	require.Equal(t, uint64(6), st.Inserts)
+	checkInvariants(t, c)
+	var nilCache *Cache
+	require.False(t, nilCache.HasRoom(id, 0, 1))
+	require.False(t, nilCache.SetIfRoom(id, 0, nil))
+}
+
+// TestAllocSizeMatchesRuntime checks the size class table against the
+// running Go runtime: append rounds a fresh slice's capacity up to the
+// size of the object it allocated.
+func TestAllocSizeMatchesRuntime(t *testing.T) {
+	for n := 1; n <= 80<<10; n++ {
+		if n > 40<<10 && n%97 != 0 {
+			continue
+		}
+		got := cap(append([]byte(nil), make([]byte, n)...))
+		require.Equal(t, got, AllocSize(n), "size %d", n)
+	}
+	require.Zero(t, AllocSize(0))
+	require.Equal(t, int64(4864+EntryOverhead), Charge(make([]byte, 4096+5)))
+	require.Equal(t, int64(4864+EntryOverhead), Charge(make([]byte, 10, 4096+5)))
+}
+
+// TestCache_ChargesAllocation: a 4101-byte block is charged as the
+// 4864-byte object it occupies, so a cache holds as many as fit by that.
+func TestCache_ChargesAllocation(t *testing.T) {
+	c := newWithShards(10*(4864+EntryOverhead), 1)
+	id := c.NewID()
+	for i := uint64(0); i < 20; i++ {
+		c.Set(id, i*4101, make([]byte, 4101))
+	}
+	st := c.Stats()
+	require.Equal(t, int64(10*(4864+EntryOverhead)), st.Used)
+	require.Equal(t, uint64(10), st.Evictions)
+	checkInvariants(t, c)
+}
+
+// TestCache_SetDoesNotAllocate: inserting into a full cache (one eviction
+// per insert) reuses freed entry slots, so a steady stream of misses
+// allocates nothing in the cache itself.
+func TestCache_SetDoesNotAllocate(t *testing.T) {
+	const size = 4096
+	c := newWithShards(64*(size+EntryOverhead), 1)
+	v := make([]byte, size)
+	off := uint64(0)
+	for ; off < 1000; off++ {
+		c.Set(1, off, v)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.Set(1, off, v)
+		off++
+	})
+	require.Zero(t, allocs)
+	checkInvariants(t, c)
 }
