@@ -82,7 +82,7 @@ func main() {
 			if len(r.ns) == 0 {
 				log.Fatal("no rows")
 			}
-			printScaleTable(r, strings.Split(engs, ","), strings.Split(wls, ","))
+			printScaleTable(os.Stdout, r, strings.Split(engs, ","), strings.Split(wls, ","))
 			return
 		}
 		outPath := *out

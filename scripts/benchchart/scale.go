@@ -14,6 +14,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -208,20 +209,20 @@ func drawScale(r *scaleRuns, engines, workloads []string, title string, logY boo
 // (with, in brackets, that ratio over the same ratio at the smallest N: the
 // drift that "the same ratios hold within 10%" bounds), and each engine's
 // median peak RSS, database size and write amplification.
-func printScaleTable(r *scaleRuns, engines, workloads []string) {
-	fmt.Print("| workload | N |")
+func printScaleTable(w io.Writer, r *scaleRuns, engines, workloads []string) {
+	fmt.Fprint(w, "| workload | N |")
 	for _, e := range engines {
-		fmt.Printf(" %s µs/op |", e)
+		fmt.Fprintf(w, " %s µs/op |", e)
 	}
 	for _, e := range engines[1:] {
-		fmt.Printf(" %s/%s (vs %s) |", engines[0], e, humanN(r.ns[0]))
+		fmt.Fprintf(w, " %s/%s (vs %s) |", engines[0], e, humanN(r.ns[0]))
 	}
 	for _, col := range []string{"peak RSS MB", "DB GB", "write amp"} {
 		for _, e := range engines {
-			fmt.Printf(" %s %s |", e, col)
+			fmt.Fprintf(w, " %s %s |", e, col)
 		}
 	}
-	fmt.Print("\n|---|--:|" + strings.Repeat("--:|", len(engines)-1+4*len(engines)) + "\n")
+	fmt.Fprint(w, "\n|---|--:|"+strings.Repeat("--:|", len(engines)-1+4*len(engines))+"\n")
 	num := func(xs []float64, scale float64, prec int) string {
 		if len(xs) == 0 {
 			return "–"
@@ -246,31 +247,31 @@ func printScaleTable(r *scaleRuns, engines, workloads []string) {
 			if !has {
 				continue
 			}
-			fmt.Printf("| %s | %s |", wl, humanN(n))
+			fmt.Fprintf(w, "| %s | %s |", wl, humanN(n))
 			for _, c := range cells {
-				fmt.Printf(" %s |", num(c.micros, 1, 3))
+				fmt.Fprintf(w, " %s |", num(c.micros, 1, 3))
 			}
 			for _, e := range engines[1:] {
 				q, q0 := ratio(wl, n, e), ratio(wl, r.ns[0], e)
 				switch {
 				case math.IsNaN(q):
-					fmt.Print(" – |")
+					fmt.Fprint(w, " – |")
 				case math.IsNaN(q0):
-					fmt.Printf(" %.2f× |", q)
+					fmt.Fprintf(w, " %.2f× |", q)
 				default:
-					fmt.Printf(" %.2f× (%.2f) |", q, q/q0)
+					fmt.Fprintf(w, " %.2f× (%.2f) |", q, q/q0)
 				}
 			}
 			for _, c := range cells {
-				fmt.Printf(" %s |", num(c.rssKB, 1024, 0))
+				fmt.Fprintf(w, " %s |", num(c.rssKB, 1024, 0))
 			}
 			for _, c := range cells {
-				fmt.Printf(" %s |", num(c.dbBytes, 1e9, 2))
+				fmt.Fprintf(w, " %s |", num(c.dbBytes, 1e9, 2))
 			}
 			for _, c := range cells {
-				fmt.Printf(" %s |", num(c.writeAmp, 1, 2))
+				fmt.Fprintf(w, " %s |", num(c.writeAmp, 1, 2))
 			}
-			fmt.Println()
+			fmt.Fprintln(w)
 		}
 	}
 }
