@@ -79,7 +79,8 @@ type benchSpec struct {
 }
 
 // spec maps a benchmark name to its body, adjusting the per-benchmark
-// fields as db_bench does. "stats" and "flush" have none: they run no threads.
+// fields as db_bench does. "stats", "flush" and "waitforcompaction" have
+// none: they run no threads.
 func (b *bench) spec(name string) benchSpec {
 	n := b.cfg.threads
 	switch name {
@@ -135,6 +136,11 @@ func (b *bench) runAll() error {
 		case "flush":
 			if err := b.eng.Flush(); err != nil {
 				return fmt.Errorf("flush: %w", err)
+			}
+			continue
+		case "waitforcompaction":
+			if err := b.waitForCompactions(); err != nil {
+				return fmt.Errorf("waitforcompaction: %w", err)
 			}
 			continue
 		}

@@ -74,11 +74,11 @@ func results(out string) map[string][]string {
 func TestBench_EveryBenchmarkFake(t *testing.T) {
 	useFake(t)
 	dir := filepath.Join(t.TempDir(), "db")
-	all := "fillseq,fillbatch,fillrandom,overwrite,fillsync,readrandom,readmissing,readseq,readreverse,seekrandom,multireadrandom,readwhilewriting,deleterandom,compact,flush,stats"
+	all := "fillseq,fillbatch,fillrandom,overwrite,fillsync,readrandom,readmissing,readseq,readreverse,seekrandom,multireadrandom,readwhilewriting,deleterandom,compact,flush,stats,waitforcompaction"
 	out := runBench(t, "-db="+dir, "-benchmarks="+all, "-num=1000", "-batch_size=4", "-threads=2")
 	r := results(out)
 	for _, name := range strings.Split(all, ",") {
-		if name == "stats" || name == "flush" {
+		if name == "stats" || name == "flush" || name == "waitforcompaction" {
 			continue
 		}
 		require.Contains(t, r, name, out)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/prefix"
@@ -12,8 +14,9 @@ func init() { openFunc = openStrata }
 
 // strataEngine adapts *db.DB to the engine interface.
 type strataEngine struct {
-	d       *db.DB
-	batches sync.Pool // *db.Batch, reused across Write calls
+	d           *db.DB
+	batches     sync.Pool // *db.Batch, reused across Write calls
+	autoCompact bool      // compactions run by themselves
 }
 
 // dbOptions maps the db_bench flags onto Strata's options. A zero Options
@@ -66,7 +69,7 @@ func openStrata(c *config) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strataEngine{d: d}, nil
+	return &strataEngine{d: d, autoCompact: !c.disableAutoCompactions && c.compactionStyle != 2}, nil
 }
 
 func (e *strataEngine) Write(keys, vals [][]byte, wo writeOpts) error {
@@ -132,3 +135,55 @@ func (e *strataEngine) Property(name string) (string, bool) { return e.d.GetProp
 // Close persists every write, -disable_wal ones included (API contract),
 // so a later -use_existing_db run sees them.
 func (e *strataEngine) Close() error { return e.d.Close() }
+
+// WriteCounts reads the write counters of db.Metrics.
+func (e *strataEngine) WriteCounts() writeCounts {
+	m := e.d.Metrics()
+	return writeCounts{user: m.Writes.Bytes, wal: m.WAL.Bytes, flush: m.Flush.Bytes, compact: m.Compact.WrittenBytes}
+}
+
+// Polling of WaitForCompactions: the database must look settled at
+// settledPolls polls in a row, pollInterval apart.
+const (
+	pollInterval = 50 * time.Millisecond
+	settledPolls = 3
+	// idleGiveUp: nothing running and nothing flushing, yet a level still
+	// over its target, for this long: the picker will not get to it (it
+	// reschedules as soon as a compaction ends), so stop waiting.
+	idleGiveUp = 10 * time.Second
+)
+
+// WaitForCompactions returns once no flush is pending and no compaction
+// is running or due (every level's score under 1, no pending compaction
+// bytes), as db_bench's waitforcompaction. With automatic compactions off
+// it waits for the flushes only. A background error ends the wait with
+// that error.
+func (e *strataEngine) WaitForCompactions() error {
+	settled, idleSince := 0, time.Time{}
+	for settled < settledPolls {
+		if v, _ := e.d.GetProperty(db.PropBackgroundError); v != "" {
+			return fmt.Errorf("background error: %s", v)
+		}
+		m := e.d.Metrics()
+		idle := m.Compact.InProgress == 0 && m.MemTables.Count <= 1
+		due := m.Compact.PendingBytes > 0
+		for _, l := range m.Levels {
+			due = due || l.Score >= 1
+		}
+		switch {
+		case idle && (!due || !e.autoCompact):
+			settled++
+		case idle && !idleSince.IsZero() && time.Since(idleSince) > idleGiveUp:
+			return nil
+		default:
+			settled = 0
+			if idle && idleSince.IsZero() {
+				idleSince = time.Now()
+			} else if !idle {
+				idleSince = time.Time{}
+			}
+		}
+		time.Sleep(pollInterval)
+	}
+	return nil
+}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,4 +84,66 @@ func TestStrata_ReuseExistingDB(t *testing.T) {
 	// The database survived the read-only run untouched.
 	out = runBench(t, append(args, "-use_existing_db", "-benchmarks=readrandom")...)
 	require.True(t, strings.HasSuffix(results(out)["readrandom"][3], "(1000 of 1000 found)"))
+}
+
+// waitforcompaction returns only once nothing is running or due, and the
+// write counters behind the write-amp line are db.Metrics' (flushes and
+// compactions over user batch bytes).
+func TestStrata_WaitForCompactions(t *testing.T) {
+	c := parse(t, "-db="+filepath.Join(t.TempDir(), "db"), "-write_buffer_size=262144", "-compression_type=none",
+		"-level0_file_num_compaction_trigger=2", "-max_bytes_for_level_base=524288")
+	e, err := openStrata(c)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	val := make([]byte, 100)
+	for i := range 20000 {
+		key := []byte(fmt.Sprintf("%016d", (i*7919)%20000))
+		require.NoError(t, e.Write([][]byte{key}, [][]byte{val}, writeOpts{}))
+	}
+	se := e.(*strataEngine)
+	require.NoError(t, se.WaitForCompactions())
+	m := se.d.Metrics()
+	require.Zero(t, m.Compact.InProgress)
+	require.Zero(t, m.Compact.PendingBytes)
+	require.LessOrEqual(t, m.MemTables.Count, 1)
+	for level, l := range m.Levels {
+		require.Less(t, l.Score, 1.0, "L%d\n%s", level, m)
+	}
+	require.NotZero(t, m.Compact.Count, "the test should compact:\n%s", m)
+
+	wc := se.WriteCounts()
+	require.Equal(t, writeCounts{user: m.Writes.Bytes, wal: m.WAL.Bytes, flush: m.Flush.Bytes,
+		compact: m.Compact.WrittenBytes}, wc)
+	// One Put batch: 12-byte header, tag, two one-byte varints, key, value.
+	require.Equal(t, uint64(20000*(12+1+1+16+1+100)), wc.user)
+	require.InDelta(t, m.WriteAmp(), wc.writeAmp(), 1e-9) // no ingestions
+	require.Greater(t, wc.writeAmp(), 1.0)
+}
+
+var writeAmpLine = regexp.MustCompile(`(?m)^strata\.stats: write_amp=(\d+\.\d{3}) user_bytes=(\d+) wal_bytes=(\d+) flush_bytes=(\d+) compact_bytes=(\d+)$`)
+
+// The stats benchmark (and -statistics) end with the one-line write-amp
+// summary that scripts/scale.sh greps, after waitforcompaction.
+func TestStrata_StatsWriteAmpLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	out := runBench(t, "-db="+dir, "-benchmarks=fillrandom,waitforcompaction,stats", "-num=20000",
+		"-write_buffer_size=262144", "-compression_type=none", "-statistics")
+	m := writeAmpLine.FindAllStringSubmatch(out, -1)
+	require.Len(t, m, 2, out) // stats, then -statistics
+	var f [5]float64
+	for i := range f {
+		v, err := strconv.ParseFloat(m[0][i+1], 64)
+		require.NoError(t, err)
+		f[i] = v
+	}
+	require.Equal(t, float64(20000*131), f[1], out)
+	require.Equal(t, f[1], f[2], out) // the WAL counts batch bytes too
+	require.Positive(t, f[3], out)
+	require.InDelta(t, (f[3]+f[4])/f[1], f[0], 0.001, out)
+	require.Contains(t, results(out), "fillrandom")
+	// The fake engine counts nothing: no line.
+	useFake(t)
+	out = runBench(t, "-benchmarks=fillseq,waitforcompaction,stats", "-num=100")
+	require.NotContains(t, out, "write_amp=")
+	require.Contains(t, out, "fake stats")
 }

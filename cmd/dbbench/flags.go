@@ -76,7 +76,7 @@ type config struct {
 var benchmarkNames = []string{"fillseq", "fillrandom", "overwrite", "fillsync",
 	"fillbatch", "readrandom", "readmissing", "readseq", "readreverse",
 	"seekrandom", "multireadrandom", "readwhilewriting", "deleterandom",
-	"compact", "flush", "stats", "mergerandom", "readrandommergerandom"}
+	"compact", "flush", "stats", "waitforcompaction", "mergerandom", "readrandommergerandom"}
 
 // newFlagSet declares every flag on a fresh FlagSet bound to c.
 func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {

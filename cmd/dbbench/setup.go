@@ -79,6 +79,7 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 	if err == nil && c.statistics {
 		fmt.Fprintf(stdout, "STATISTICS:\n")
 		printProperties(stdout, b.eng, statsProperties)
+		printWriteAmp(stdout, b.eng)
 	}
 	if err == nil {
 		// The heap with the database still open; peak RSS after Close.

@@ -18,6 +18,15 @@
 // drawing, a markdown table of the median ops/sec of each engine with
 // [min-max] over reps, and the ratios of the first engine's median to the
 // medians of the -vs engines.
+//
+// With -scale it reads instead the results.tsv of scripts/scale.sh and
+// draws median micros/op against the number of keys (log x axis), one
+// line with points per engine and workload (see scale.go):
+//
+//	/tmp/benchchart -scale -o scale.svg,scale.png /tmp/scale/out/results.tsv
+//	/tmp/benchchart -scale -table /tmp/scale/out/results.tsv
+//
+// -o takes a comma-separated list of files; each gets the chart.
 package main
 
 import (
@@ -44,14 +53,47 @@ var resultLine = regexp.MustCompile(`^(\S+)\s*:\s*[\d.]+ micros/op (\d+) ops/sec
 type samples map[string]map[string][]float64
 
 func main() {
-	out := flag.String("o", "ratios.svg", "output file (.svg or .png)")
+	out := flag.String("o", "ratios.svg", "output files, comma-separated (.svg or .png); -scale: scale.svg")
 	base := flag.String("base", "pebble", "engine whose median is 1.0")
 	engines := flag.String("engines", "strata,rocksdb,pebble", "engines, in bar order")
 	only := flag.String("workloads", "", "comma-separated workloads to draw, in order; empty = all")
 	title := flag.String("title", "", "chart title")
 	table := flag.Bool("table", false, "print a markdown table instead of drawing")
 	vs := flag.String("vs", "rocksdb,pebble", "with -table: engines the first engine is compared with")
+	scale := flag.Bool("scale", false, "read scripts/scale.sh results: micros/op against N (default -engines strata,pebble, -workloads fillrandom,readrandom,seekrandom)")
+	logY := flag.Bool("logy", false, "with -scale: log y axis")
 	flag.Parse()
+
+	if *scale {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		engs, wls := "strata,pebble", "fillrandom,readrandom,seekrandom"
+		if set["engines"] {
+			engs = *engines
+		}
+		if set["workloads"] {
+			wls = *only
+		}
+		r, err := readScale(flag.Args())
+		if err != nil {
+			log.Fatal(err)
+		}
+		if *table {
+			if len(r.ns) == 0 {
+				log.Fatal("no rows")
+			}
+			printScaleTable(os.Stdout, r, strings.Split(engs, ","), strings.Split(wls, ","))
+			return
+		}
+		outPath := *out
+		if !set["o"] {
+			outPath = "scale.svg"
+		}
+		if err := drawScale(r, strings.Split(engs, ","), strings.Split(wls, ","), *title, *logY, strings.Split(outPath, ",")); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	s := samples{}
 	var order []string
@@ -67,7 +109,7 @@ func main() {
 		printTable(s, order, strings.Split(*engines, ","), strings.Split(*vs, ","))
 		return
 	}
-	if err := draw(s, order, strings.Split(*engines, ","), *base, *title, *out); err != nil {
+	if err := draw(s, order, strings.Split(*engines, ","), *base, *title, strings.Split(*out, ",")); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -159,7 +201,7 @@ func kilo(x float64) string {
 	return fmt.Sprintf("%.0fK", x/1e3)
 }
 
-func draw(s samples, order, engines []string, base, title, out string) error {
+func draw(s samples, order, engines []string, base, title string, outs []string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = fmt.Sprintf("median ops/sec relative to %s", base)
@@ -191,5 +233,10 @@ func draw(s samples, order, engines []string, base, title, out string) error {
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign = -0.9
 	p.X.Tick.Label.YAlign = -0.6
-	return p.Save(vg.Points(float64(72*len(order)+100)), 4*vg.Inch, out)
+	for _, out := range outs {
+		if err := p.Save(vg.Points(float64(72*len(order)+100)), 4*vg.Inch, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
