@@ -26,8 +26,10 @@ for line in sys.stdin:
             order.append(key)
         ops[(eng,) + key].append(int(m.group(2)))
 
-print("| run | benchmark | Strata ops/s | Pebble ops/s | Strata / Pebble | peak RSS MB, Strata vs Pebble |")
-print("|---|---|--:|--:|--:|--:|")
+rocks = any(k[0] == "rocksdb" for k in ops)
+print("| run | benchmark | Strata ops/s | Pebble ops/s | Strata / Pebble | peak RSS MB, Strata vs Pebble |"
+      + (" RocksDB ops/s | Strata / RocksDB |" if rocks else ""))
+print("|---|---|--:|--:|--:|--:|" + ("--:|--:|" if rocks else ""))
 for label, bench in order:
     s, p = ops.get(("strata", label, bench)), ops.get(("pebble", label, bench))
     if not s or not p:
@@ -35,4 +37,8 @@ for label, bench in order:
     ms, mp = statistics.median(s), statistics.median(p)
     rs, rp = rss.get(("strata", label)), rss.get(("pebble", label))
     r = f"{statistics.median(rs):.0f} vs {statistics.median(rp):.0f}" if rs and rp else ""
-    print(f"| {label} | {bench} | {ms:,.0f} | {mp:,.0f} | {ms / mp:.2f}x | {r} |")
+    extra = ""
+    if rocks:
+        k = ops.get(("rocksdb", label, bench))
+        extra = f" {statistics.median(k):,.0f} | {ms / statistics.median(k):.2f}x |" if k else " | |"
+    print(f"| {label} | {bench} | {ms:,.0f} | {mp:,.0f} | {ms / mp:.2f}x | {r} |" + extra)

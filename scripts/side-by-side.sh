@@ -7,7 +7,9 @@
 # Build first:
 #   go build -o /tmp/dbbench ./cmd/dbbench
 #   (cd scripts/peers && go build -o /tmp/peerbench .)
-# Then: scripts/side-by-side.sh > /tmp/sbs.txt   (REPS=3 by default)
+# Then: scripts/side-by-side.sh > /tmp/sbs.txt   (REPS=3 by default;
+# ENGINES="strata pebble rocksdb" adds RocksDB's own db_bench, from
+# apt-get install rocksdb-tools: an assertion build, so its writes are slow)
 N=${N:-1000000}
 REPS=${REPS:-3}
 DIR=${DIR:-/dev/shm}
@@ -18,8 +20,12 @@ run() { # name label cmd...
     sed "s/^/$name $label /"
 }
 for rep in $(seq 1 "$REPS"); do
-for e in strata pebble; do
-  if [ $e = strata ]; then B="${DBBENCH:-/tmp/dbbench}"; else B="${PEERBENCH:-/tmp/peerbench} -engine=pebble"; fi
+for e in ${ENGINES:-strata pebble}; do
+  case $e in
+    strata) B="${DBBENCH:-/tmp/dbbench}" ;;
+    rocksdb) B="${ROCKSDB_DB_BENCH:-/usr/bin/db_bench}" ;;
+    *) B="${PEERBENCH:-/tmp/peerbench} -engine=$e" ;;
+  esac
   D=$DIR/sbs-$e
   C="-compression_type=none"
   rm -rf $D
