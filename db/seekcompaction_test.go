@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/internal/testutil"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -135,6 +136,9 @@ func TestSeekCompaction_FilterExcludedTablesNotCharged(t *testing.T) {
 }
 
 func TestSeekCompaction_GetAllocatesOnlyItsResult(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	d := openSeekDB(t, db.Options{})
 	k := seekKey(5)
 	// 51 charges (a warm-up run and 50): within the L0 file's budget of 100.
@@ -146,4 +150,36 @@ func TestSeekCompaction_GetAllocatesOnlyItsResult(t *testing.T) {
 	})
 	require.Equal(t, 1.0, allocs)
 	require.Zero(t, d.Metrics().Compact.ReadTriggered)
+}
+
+// Concurrent Gets spend the budget together: the file is recorded and
+// compacted once, while every answer stays right. Run it with -race.
+func TestSeekCompaction_ConcurrentGets(t *testing.T) {
+	d := openSeekDB(t, db.Options{})
+	const readers, perReader = 4, 300
+	errs := make(chan error, readers)
+	for r := 0; r < readers; r++ {
+		go func(r int) {
+			for n := 0; n < perReader; n++ {
+				i := 1 + (r*perReader+n)%(seekKeys-2)
+				v, err := d.Get(seekKey(i), nil)
+				if err == nil && string(v) != seekVal(i, 1) {
+					err = fmt.Errorf("key %d: got %q", i, v)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(r)
+	}
+	for r := 0; r < readers; r++ {
+		require.NoError(t, <-errs)
+	}
+	require.NoError(t, db.WaitForCompactions(d))
+	m := d.Metrics()
+	require.Zero(t, m.Levels[0].NumFiles)
+	require.Equal(t, uint64(1), m.Compact.ReadTriggered)
+	getsThroughL0(t, d, 0, seekKeys)
 }
