@@ -201,9 +201,10 @@ func (d *DB) pickAutoLocked() *compaction {
 		}
 		return false
 	}
-	p := v.PickLeveled(d.pickerOptions(), busy, &d.comp.cursor)
+	o := d.pickerOptions()
+	p := v.PickLeveled(o, busy, &d.comp.cursor)
 	if p == nil {
-		p = d.pickSeekLocked(v, busy)
+		p = d.pickSeekLocked(v, o, busy)
 	}
 	if p == nil {
 		return nil
@@ -215,12 +216,19 @@ func (d *DB) pickAutoLocked() *compaction {
 }
 
 // pickSeekLocked picks the read-triggered compaction of the seek
-// candidate, if there is one and it can run now. It clears the candidate
-// once picked, and when its table has left its level. d.mu must be held.
-func (d *DB) pickSeekLocked(v *version.Version, busy version.Busy) *version.Pick {
+// candidate, if there is one and no size-triggered compaction is due (a
+// level scoring 1 or more, even one whose pick must wait for a running
+// compaction, goes first). It clears the candidate once picked, and when
+// its table has left its level. d.mu must be held.
+func (d *DB) pickSeekLocked(v *version.Version, o version.PickerOptions, busy version.Busy) *version.Pick {
 	c := d.comp.seekCand.Load()
 	if c == nil {
 		return nil
+	}
+	for _, s := range v.Scores(o) {
+		if s >= 1 {
+			return nil
+		}
 	}
 	p, state := v.PickSeek(c.f, c.level, busy)
 	if state != version.SeekBusy {

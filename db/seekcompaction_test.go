@@ -183,3 +183,18 @@ func TestSeekCompaction_ConcurrentGets(t *testing.T) {
 	require.Equal(t, uint64(1), m.Compact.ReadTriggered)
 	getsThroughL0(t, d, 0, seekKeys)
 }
+
+// A size-triggered compaction goes before a read-triggered one; the
+// candidate it compacts away is then forgotten.
+func TestSeekCompaction_SizeTriggeredFirst(t *testing.T) {
+	d := openSeekDB(t, db.Options{DisableAutoCompactions: true})
+	getsThroughL0(t, d, 0, 200)
+	require.NoError(t, d.SetOptions(map[string]string{
+		"level0_file_num_compaction_trigger": "1", "disable_auto_compactions": "false"}))
+	require.NoError(t, db.WaitForCompactions(d))
+	m := d.Metrics()
+	require.Zero(t, m.Levels[0].NumFiles)
+	require.Zero(t, m.Compact.ReadTriggered)
+	require.Equal(t, uint64(2), m.Compact.Count, "setup's CompactRange and the L0 compaction")
+	getsThroughL0(t, d, 0, seekKeys)
+}
