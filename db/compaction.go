@@ -53,6 +53,21 @@ type compactionState struct {
 	// cursor holds, per level, the largest user key of the last file picked
 	// there (the round-robin cursor of the leveled picker).
 	cursor [version.NumLevels][]byte
+
+	// seekCand is the read-triggered compaction candidate: a table whose
+	// seek budget Gets have spent. Gets set it (only when empty) without
+	// DB.mu; the picker, under DB.mu, clears it once it picks the table's
+	// compaction or finds the table gone.
+	seekCand atomic.Pointer[seekCandidate]
+	// seekPicks counts the read-triggered compactions picked.
+	seekPicks atomic.Int64
+}
+
+// seekCandidate is a table whose seek budget is spent, and its level when
+// it was charged.
+type seekCandidate struct {
+	f     *version.FileMetadata
+	level int
 }
 
 type compactionKind int
@@ -186,7 +201,11 @@ func (d *DB) pickAutoLocked() *compaction {
 		}
 		return false
 	}
-	p := v.PickLeveled(d.pickerOptions(), busy, &d.comp.cursor)
+	o := d.pickerOptions()
+	p := v.PickLeveled(o, busy, &d.comp.cursor)
+	if p == nil {
+		p = d.pickSeekLocked(v, o, busy)
+	}
 	if p == nil {
 		return nil
 	}
@@ -194,6 +213,57 @@ func (d *DB) pickAutoLocked() *compaction {
 		d.comp.cursor[p.StartLevel] = append([]byte(nil), p.Inputs[0][len(p.Inputs[0])-1].Largest.UserKey...)
 	}
 	return d.newCompaction(v, p, false)
+}
+
+// pickSeekLocked picks the read-triggered compaction of the seek
+// candidate, if there is one and no size-triggered compaction is due (a
+// level scoring 1 or more, even one whose pick must wait for a running
+// compaction, goes first). It clears the candidate once picked, and when
+// its table has left its level. d.mu must be held.
+func (d *DB) pickSeekLocked(v *version.Version, o version.PickerOptions, busy version.Busy) *version.Pick {
+	c := d.comp.seekCand.Load()
+	if c == nil {
+		return nil
+	}
+	for _, s := range v.Scores(o) {
+		if s >= 1 {
+			return nil
+		}
+	}
+	p, state := v.PickSeek(c.f, c.level, busy)
+	if state != version.SeekBusy {
+		d.comp.seekCand.CompareAndSwap(c, nil)
+	}
+	if p != nil {
+		d.comp.seekPicks.Add(1)
+	}
+	return p
+}
+
+// noteSeekCandidate makes f, of level, whose seek budget a Get has just
+// spent, the seek-compaction candidate when there is none, and asks the
+// scheduler to look, on a goroutine of its own: the Get neither takes
+// DB.mu nor waits. When another candidate is pending, f stays unrecorded
+// and its next charge tries again. Only this rare path allocates.
+func (d *DB) noteSeekCandidate(f *version.FileMetadata, level int) {
+	if d.comp.seekCand.Load() != nil {
+		return
+	}
+	c := &seekCandidate{f: f, level: level}
+	if !d.comp.seekCand.CompareAndSwap(nil, c) {
+		return
+	}
+	if !f.RecordSeekCandidate() {
+		// Another Get recorded f between its charge and ours, and the
+		// picker has already taken it out of the slot.
+		d.comp.seekCand.CompareAndSwap(c, nil)
+		return
+	}
+	go func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.maybeScheduleCompactionLocked()
+	}()
 }
 
 // pickFIFOLocked picks a FIFO deletion, or with allowMerge an intra-L0

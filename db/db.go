@@ -34,6 +34,9 @@ type DB struct {
 	lock    io.Closer
 	cache   *cache.Cache
 	tables  *tableCache
+	// seekCompactions: Gets charge wasted seeks to tables for
+	// read-triggered compactions (leveled, writable, not disabled).
+	seekCompactions bool
 	// rangeDelCounts: what reads learned of tables with no recorded
 	// range-deletion count (leveliter.go).
 	rangeDelCounts rangeDelCounts

@@ -35,6 +35,10 @@ type Metrics struct {
 		// every level under its target (RocksDB's
 		// estimate-pending-compaction-bytes).
 		PendingBytes uint64
+		// ReadTriggered counts the read-triggered (seek) compactions
+		// picked since Open (see Options.DisableReadTriggeredCompactions);
+		// they are in Count too once they finish.
+		ReadTriggered uint64
 	}
 	// Ingest: DB.Ingest calls and the bytes of their tables.
 	Ingest struct {
@@ -199,6 +203,7 @@ func (d *DB) Metrics() *Metrics {
 
 	d.mu.Lock()
 	m.Compact.InProgress = len(d.comp.inflight)
+	m.Compact.ReadTriggered = uint64(d.comp.seekPicks.Load())
 	m.Compact.PendingBytes = d.pendingCompactionBytesLocked()
 	m.WAL.Files = len(d.mu.wals)
 	if d.mu.mem != nil {
@@ -237,9 +242,9 @@ func (m *Metrics) String() string {
 		humanBytes(t.BytesMoved), t.Compactions, m.WriteAmp())
 	fmt.Fprintf(&b, "writes: %d batches, %d keys, %s\n", m.Writes.Batches, m.Writes.Keys, humanBytes(m.Writes.Bytes))
 	fmt.Fprintf(&b, "flush: %d, %s written, %s\n", m.Flush.Count, humanBytes(m.Flush.Bytes), m.Flush.Duration)
-	fmt.Fprintf(&b, "compact: %d, %s read, %s written, %s moved, %s; %d running, %s pending\n", m.Compact.Count,
+	fmt.Fprintf(&b, "compact: %d, %s read, %s written, %s moved, %s; %d running, %s pending, %d read-triggered\n", m.Compact.Count,
 		humanBytes(m.Compact.ReadBytes), humanBytes(m.Compact.WrittenBytes), humanBytes(m.Compact.MovedBytes),
-		m.Compact.Duration, m.Compact.InProgress, humanBytes(m.Compact.PendingBytes))
+		m.Compact.Duration, m.Compact.InProgress, humanBytes(m.Compact.PendingBytes), m.Compact.ReadTriggered)
 	fmt.Fprintf(&b, "ingest: %d, %s\n", m.Ingest.Count, humanBytes(m.Ingest.Bytes))
 	fmt.Fprintf(&b, "stalls: %d, %s\n", m.WriteStall.Count, m.WriteStall.Duration)
 	fmt.Fprintf(&b, "memtables: %d, %s\n", m.MemTables.Count, humanBytes(m.MemTables.Size))

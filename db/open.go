@@ -80,6 +80,8 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.mu.pendingOutputs = make(map[uint64]struct{})
 	d.writeBufferSize.Store(int64(o.WriteBufferSize))
 	d.comp.disableAuto.Store(o.DisableAutoCompactions)
+	d.seekCompactions = !o.DisableReadTriggeredCompactions && !o.ReadOnly &&
+		o.CompactionStyle == LevelCompaction
 	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
 	d.cache = cache.New(o.BlockCacheSize)
 	d.tables = newTableCache(d, o.MaxOpenFiles)

@@ -82,6 +82,20 @@ type Options struct {
 	// DisableAutoCompactions stops background compactions; CompactRange
 	// still works.
 	DisableAutoCompactions bool
+	// DisableReadTriggeredCompactions turns off read-triggered ("seek")
+	// compactions, which are on by default with leveled compaction. Each
+	// table gets an in-memory budget of max(100, size/16 KiB) wasted seeks:
+	// a Get that reads data blocks of two or more tables charges the first
+	// table it read without finding the key (a table its filter excluded
+	// read nothing and is not charged). When a table's budget is spent and
+	// no size-triggered compaction is due, the background compactor
+	// compacts it into the next level, so later reads of its key range
+	// touch one table fewer. This is LevelDB's allowed_seeks rule; Pebble
+	// samples iterator reads instead (read-triggered compactions), and
+	// RocksDB has neither. The budgets are not persisted: they start afresh
+	// when the DB opens. FIFO compaction, DisableAutoCompactions and
+	// ReadOnly databases never run them.
+	DisableReadTriggeredCompactions bool
 	// BlockCacheSize bounds the data-block cache in bytes. Index and filter
 	// blocks are pinned by each open table, outside this budget, as in
 	// RocksDB's default. Default: 8 MiB.

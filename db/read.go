@@ -87,6 +87,13 @@ type getResult struct {
 	hashed  bool // keyHash is bloom.HashKey(key)
 	keyHash uint64
 	maxTomb base.SeqNum
+	// tablesRead counts the tables whose data blocks were searched (a
+	// table its filter excluded is not counted); firstRead, of level
+	// firstLevel, is the first of them: the table a read-triggered
+	// compaction charges when more than one was read.
+	tablesRead int
+	firstRead  *version.FileMetadata
+	firstLevel int
 }
 
 // get searches the sources newest to oldest: memtables, L0 newest first,
@@ -110,10 +117,11 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 		if !containsUserKey(f, key) {
 			continue
 		}
-		if err := d.getFromTable(f, key, snap, h, &r); err != nil {
+		if err := d.getFromTable(f, 0, key, snap, h, &r); err != nil {
 			return nil, err
 		}
 		if r.found {
+			d.chargeSeek(&r)
 			return d.resolveGet(rs, key, snap, &r)
 		}
 	}
@@ -131,10 +139,11 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 		// older, so a read at an older snapshot may find nothing visible
 		// in the first and must go on.
 		for ; i < len(files) && containsUserKey(files[i], key); i++ {
-			if err := d.getFromTable(files[i], key, snap, h, &r); err != nil {
+			if err := d.getFromTable(files[i], level, key, snap, h, &r); err != nil {
 				return nil, err
 			}
 			if r.found {
+				d.chargeSeek(&r)
 				return d.resolveGet(rs, key, snap, &r)
 			}
 			if base.CompareUser(files[i].Largest.UserKey, key) != 0 {
@@ -142,7 +151,21 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			}
 		}
 	}
+	d.chargeSeek(&r)
 	return nil, ErrNotFound
+}
+
+// chargeSeek applies the read-triggered compaction rule to a finished
+// lookup: when it searched the data of more than one table, the first of
+// them, which did not hold the key, is charged a wasted seek. A table whose
+// budget runs out becomes the seek-compaction candidate.
+func (d *DB) chargeSeek(r *getResult) {
+	if r.tablesRead < 2 || !d.seekCompactions {
+		return
+	}
+	if r.firstRead.ChargeSeek() {
+		d.noteSeekCandidate(r.firstRead, r.firstLevel)
+	}
 }
 
 // resolve turns the version found into Get's answer; the value is copied
@@ -174,7 +197,7 @@ func (d *DB) resolveGet(rs *readState, key []byte, snap base.SeqNum, r *getResul
 
 // getFromTable looks key up in one table, consulting its tombstones and then
 // its filter before reading a data block.
-func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum, h *extractorHandle, r *getResult) error {
+func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap base.SeqNum, h *extractorHandle, r *getResult) error {
 	e, err := d.tables.acquire(f)
 	if err != nil {
 		return err
@@ -193,6 +216,10 @@ func (d *DB) getFromTable(f *version.FileMetadata, key []byte, snap base.SeqNum,
 			return nil
 		}
 	}
+	if r.tablesRead == 0 {
+		r.firstRead, r.firstLevel = f, level
+	}
+	r.tablesRead++
 	v, kind, seq, found, err := tr.Get(key, snap)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package version
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/stratadb/strata/internal/base"
 )
@@ -48,6 +49,61 @@ type FileMetadata struct {
 	// Compacting is set while a compaction reads the file. Guarded by the
 	// db mutex; it is not recorded in the MANIFEST.
 	Compacting bool
+
+	// seek is the file's read-triggered compaction budget, in memory only.
+	// clone gives every file entering a Version a fresh one; a file built
+	// by hand outside a Version has none and is never charged. The pointer
+	// itself is immutable, so copying a FileMetadata while reads charge
+	// its budget is not a race.
+	seek *seekBudget
+}
+
+// SeekCostBytes is the compaction work one wasted seek is taken to cost:
+// LevelDB's rule, one seek (about 10 ms of disk time in its reckoning)
+// costs about as much as compacting 16 KiB.
+const SeekCostBytes = 16 << 10
+
+// MinAllowedSeeks is the smallest seek budget of a file.
+const MinAllowedSeeks = 100
+
+// seekBudget counts the seeks charged to a file.
+type seekBudget struct {
+	used     atomic.Int64
+	recorded atomic.Bool // the file was made a seek-compaction candidate
+}
+
+// AllowedSeeks returns the number of wasted seeks f absorbs before a
+// read-triggered compaction is due: max(100, Size/16 KiB).
+func (f *FileMetadata) AllowedSeeks() int64 {
+	return max(MinAllowedSeeks, int64(f.Size/SeekCostBytes))
+}
+
+// ChargeSeek charges one wasted seek to f: a read looked in f, did not
+// find the key there, and had to read another table. It reports whether
+// f's budget is spent and f has not yet been recorded as a seek-compaction
+// candidate (see RecordSeekCandidate). It does not allocate; once f is
+// recorded it only loads a flag.
+func (f *FileMetadata) ChargeSeek() bool {
+	s := f.seek
+	if s == nil || s.recorded.Load() {
+		return false
+	}
+	return s.used.Add(1) >= f.AllowedSeeks()
+}
+
+// RecordSeekCandidate marks f as recorded, so that ChargeSeek reports its
+// spent budget no more. It returns false when f already was: each file
+// becomes a candidate at most once.
+func (f *FileMetadata) RecordSeekCandidate() bool {
+	return f.seek != nil && f.seek.recorded.CompareAndSwap(false, true)
+}
+
+// SeeksUsed returns the seeks charged to f so far.
+func (f *FileMetadata) SeeksUsed() int64 {
+	if f.seek == nil {
+		return 0
+	}
+	return f.seek.used.Load()
 }
 
 // IsSentinel reports whether k is a range-deletion sentinel: an exclusive
@@ -74,5 +130,6 @@ func (f *FileMetadata) clone() *FileMetadata {
 	c.Largest = f.Largest.Clone()
 	c.FileChecksum = append([]byte(nil), f.FileChecksum...)
 	c.Compacting = false
+	c.seek = &seekBudget{}
 	return &c
 }

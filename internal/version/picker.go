@@ -160,6 +160,89 @@ func (v *Version) PickLeveled(o PickerOptions, busy Busy, cursor *[NumLevels][]b
 	}
 }
 
+// SeekState says what PickSeek made of a seek-compaction candidate.
+type SeekState int
+
+const (
+	// SeekPicked: the pick compacts the candidate.
+	SeekPicked SeekState = iota
+	// SeekGone: the candidate is no longer at its level in v (compacted,
+	// moved or deleted), or it sits in the last level: forget it.
+	SeekGone
+	// SeekBusy: the candidate or a file it must be compacted with is being
+	// compacted, or an in-flight compaction writes into its range: try
+	// again later.
+	SeekBusy
+)
+
+// PickSeek chooses the read-triggered compaction of f, a file of level
+// whose seek budget is spent (LevelDB's seek compaction), into level+1:
+// for L0, f and every L0 file overlapping it, widened until no other L0
+// file overlaps the range (so that no older version of a key stays in L0
+// above a newer one moved down), with the L1 files they overlap; for Ln,
+// f and its boundary neighbours with the overlapping files of Ln+1.
+func (v *Version) PickSeek(f *FileMetadata, level int, busy Busy) (*Pick, SeekState) {
+	if level < 0 || level >= NumLevels-1 || !v.holds(level, f) {
+		return nil, SeekGone
+	}
+	var inputs []*FileMetadata
+	if level == 0 {
+		inputs = v.l0Closure(f)
+	} else {
+		inputs = v.AddBoundaryInputs(level, []*FileMetadata{f})
+	}
+	if anyCompacting(inputs) {
+		return nil, SeekBusy
+	}
+	p := v.expand(level, level+1, inputs, busy)
+	if p == nil {
+		return nil, SeekBusy
+	}
+	p.Grandparents = v.OverlapsRange(p.OutputLevel+1, p.Smallest, p.Largest)
+	return p, SeekPicked
+}
+
+// holds reports whether f is one of level's files.
+func (v *Version) holds(level int, f *FileMetadata) bool {
+	for _, g := range v.Levels[level] {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// l0Closure returns f and the L0 files overlapping it, the range widened
+// until no L0 file left out overlaps it, in L0's (newest first) order.
+func (v *Version) l0Closure(f *FileMetadata) []*FileMetadata {
+	files := v.Levels[0]
+	in := make([]bool, len(files))
+	smallest, largest := f.Smallest.UserKey, f.Largest.UserKey
+	for changed := true; changed; {
+		changed = false
+		for i, g := range files {
+			if in[i] || bytes.Compare(g.Largest.UserKey, smallest) < 0 ||
+				bytes.Compare(g.Smallest.UserKey, largest) > 0 {
+				continue
+			}
+			in[i], changed = true, true
+			if bytes.Compare(g.Smallest.UserKey, smallest) < 0 {
+				smallest = g.Smallest.UserKey
+			}
+			if bytes.Compare(g.Largest.UserKey, largest) > 0 {
+				largest = g.Largest.UserKey
+			}
+		}
+	}
+	var out []*FileMetadata
+	for i, g := range files {
+		if in[i] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // pickL0 takes every L0 file, so that no older L0 version of a key stays
 // above a newer one moved to L1, and the L1 files they overlap.
 func (v *Version) pickL0(busy Busy) *Pick {
