@@ -29,6 +29,7 @@
 #   SCALE_REPS     reps of the whole N list (default 1; the chart takes medians)
 #   SCALE_CACHE    -cache_size in bytes    (default 8388608)
 #   SCALE_ONE_FILL see above               (default 0)
+#   SCALE_SEEK     0 skips the prefix+bloom fill and seekrandom (default 1)
 #   DBBENCH, PEERBENCH, BENCHCHART  binaries (default /tmp/dbbench,
 #                  /tmp/peerbench, /tmp/benchchart)
 #
@@ -129,6 +130,7 @@ for e in $ENGINES; do
     run "$e" "$n" readrandom "$db" "$LAST_DB_BYTES" -use_existing_db -benchmarks=readrandom "${common[@]}" -reads="$R" -seed=2
     rm -rf "$db"
   fi
+  if [ "${SCALE_SEEK:-1}" = 0 ]; then continue; fi
   # shellcheck disable=SC2086 # SEEK_FLAGS is a list of flags
   run "$e" "$n" seekfill "$db" "" -benchmarks=fillrandom,waitforcompaction,stats "${common[@]}" $SEEK_FLAGS -seed=1
   if [ "$ONE_FILL" = 1 ]; then
