@@ -78,6 +78,9 @@ type Reader struct {
 	// entry and tombstone (an ingested external table).
 	globalSeq    base.SeqNum
 	hasGlobalSeq bool
+	// pinned, when not nil, holds index, partitions, filter and prefix
+	// arrays outside the Go heap until Close (see movePinned).
+	pinned *pinnedMem
 }
 
 // Open reads the footer, metaindex, properties, index, filter and
@@ -87,6 +90,7 @@ func Open(f ReadableFile, size int64, opts ReaderOptions) (*Reader, error) {
 	if err := r.open(size); err != nil {
 		return nil, err
 	}
+	r.movePinned()
 	return r, nil
 }
 
@@ -455,13 +459,18 @@ func (r *Reader) mayContain(key []byte) bool {
 	return true
 }
 
-// Close closes the file and evicts the table's blocks from the cache.
+// Close closes the file, evicts the table's blocks from the cache and
+// frees the index and filter blocks the reader pinned. The caller closes
+// the Reader after its last use, iterators included: a read after Close may
+// fault.
 func (r *Reader) Close() error {
 	r.opts.Cache.EvictFile(r.cacheID)
 	if r.dict != nil {
 		r.dict.Close()
 	}
-	return r.f.Close()
+	err := r.f.Close()
+	r.freePinned()
+	return err
 }
 
 // String names the table for messages.

@@ -29,6 +29,7 @@ var layer = map[string]int{
 	"internal/vfs":         0,
 	"prefix":               0,
 	"internal/bloom":       1,
+	"internal/offheap":     1,
 	"internal/cache":       1,
 	"internal/rangedel":    1,
 	"internal/record":      1,
