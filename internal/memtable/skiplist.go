@@ -77,6 +77,18 @@ type skiplist struct {
 	useHint bool
 }
 
+// touchBelow loads the header of the node after pred one level down, the
+// node the search compares first on that level if it stops at pred on this
+// one. Its cache miss then overlaps the comparison on this level instead of
+// following it: a search is a chain of dependent cache misses, one per node
+// compared, and this takes one link per level out of the chain. The load is
+// atomic so that the compiler keeps it although its value is unused.
+func (s *skiplist) touchBelow(pred uint32, level int) {
+	if level > 0 {
+		s.a.load32(s.next(pred, level-1) + nodeKeyLen)
+	}
+}
+
 // newSkiplist allocates the two sentinels. ok is false when the arena is
 // too small for them.
 func newSkiplist(a *arena) (s *skiplist, ok bool) {
@@ -219,9 +231,11 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 		// before the key: the walk stops there at the latest, without
 		// comparing it again.
 		succ := s.next(pred, level)
+		s.touchBelow(pred, level)
 		for succ != bound && s.before(succ, ukey, trailer) {
 			pred = succ
 			succ = s.next(pred, level)
+			s.touchBelow(pred, level)
 		}
 		if sp.preds[level] == pred && sp.succs[level] == succ {
 			lowest = level // the old pair was the right one
