@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/klauspost/compress/zstd"
@@ -47,6 +48,8 @@ type ReaderOptions struct {
 // dataEnd is where the footer starts, so every block handle followed lies
 // below it.
 type Reader struct {
+	// closed makes Close idempotent.
+	closed  atomic.Bool
 	f       ReadableFile
 	opts    ReaderOptions
 	cacheID uint64
@@ -464,6 +467,9 @@ func (r *Reader) mayContain(key []byte) bool {
 // the Reader after its last use, iterators included: a read after Close may
 // fault.
 func (r *Reader) Close() error {
+	if r.closed.Swap(true) {
+		return nil // closed already: the file and dictionary are not closed twice
+	}
 	r.opts.Cache.EvictFile(r.cacheID)
 	if r.dict != nil {
 		r.dict.Close()
