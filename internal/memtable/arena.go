@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"github.com/stratadb/strata/internal/offheap"
 	"math"
 	"runtime"
 	"sync/atomic"
@@ -71,7 +72,7 @@ func (s *arenaState) release() bool {
 	if !s.freed.CompareAndSwap(false, true) {
 		return false
 	}
-	unmapArena(s.buf)
+	offheap.Unmap(s.buf)
 	return true
 }
 
@@ -97,10 +98,10 @@ func newArena(size uint32) *arena {
 // from New or Make is an ordinary Go value whose slices the garbage
 // collector keeps valid.
 func newMappedArena(size uint32) *arena {
-	if !offHeapArenas || size < mmapMinSize {
+	if !offheap.Enabled || size < mmapMinSize {
 		return newArena(size)
 	}
-	buf, err := mapArena(int(size))
+	buf, err := offheap.Map(int(size))
 	if err != nil {
 		// The kernel refused the mapping (address space or map count
 		// exhausted); the Go heap still may not.

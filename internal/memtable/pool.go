@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"github.com/stratadb/strata/internal/offheap"
 	"sync"
 
 	"github.com/stratadb/strata/internal/invariants"
@@ -120,7 +121,7 @@ func (p *ArenaPool) PooledBytes() int {
 // late reader sees garbage.
 func (a *arena) retire() {
 	if a.mapped {
-		parkArena(a.buf)
+		offheap.Park(a.buf)
 		return
 	}
 	if invariants.Enabled {
@@ -134,7 +135,7 @@ func (a *arena) retire() {
 // already zero.
 func (a *arena) reuse() {
 	if a.mapped {
-		unparkArena(a.buf)
+		offheap.Unpark(a.buf)
 	} else {
 		clear(a.buf[:a.used()])
 	}

@@ -25,7 +25,7 @@ func LiveBytes() int64 { return live.Load() }
 // or when the mapping fails. size must be positive.
 func Alloc(size int) (b []byte, mapped bool) {
 	if Enabled {
-		if b, err := mapMem(size); err == nil {
+		if b, err := Map(size); err == nil {
 			live.Add(int64(len(b)))
 			return b, true
 		}
@@ -37,5 +37,5 @@ func Alloc(size int) (b []byte, mapped bool) {
 // must not be called twice for the same memory.
 func Free(b []byte) {
 	live.Add(-int64(len(b)))
-	unmapMem(b)
+	Unmap(b)
 }

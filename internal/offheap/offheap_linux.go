@@ -9,18 +9,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Enabled reports whether Alloc maps memory outside the Go heap.
+// Enabled reports whether Alloc and Map map memory outside the Go heap.
 const Enabled = true
 
-func mapMem(size int) ([]byte, error) {
+// Map returns size bytes of zeroed, private, anonymous memory, not counted
+// by LiveBytes: for callers that manage and count their own mappings (the
+// memtable arenas). Unmap gives it back.
+func Map(size int) ([]byte, error) {
 	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 }
 
-// unmapMem unmaps b. Under the invariants tag it only revokes access, so
-// that a late read faults instead of reading whatever is mapped there next,
-// and unmaps it once quarantineLen newer mappings were freed (the kernel
-// limits the number of mappings a process has).
-func unmapMem(b []byte) {
+// Unmap unmaps b, a mapping from Map or Alloc. Under the invariants tag it
+// only revokes access, so that a late read faults instead of reading
+// whatever is mapped there next, and unmaps it once quarantineLen newer
+// mappings were freed (the kernel limits the number of mappings a process
+// has).
+func Unmap(b []byte) {
 	if invariants.Enabled {
 		quarantineAdd(b)
 		return
@@ -30,9 +34,35 @@ func unmapMem(b []byte) {
 	}
 }
 
+// Park drops the pages of b, a mapping kept for reuse, from memory: it stays
+// mapped but takes no RSS until it is written again, and then reads as
+// zeros (MADV_DONTNEED on a private anonymous mapping). Under the invariants
+// tag it is also made inaccessible until Unpark.
+func Park(b []byte) {
+	if err := unix.Madvise(b, unix.MADV_DONTNEED); err != nil {
+		panic("offheap: madvise: " + err.Error())
+	}
+	if invariants.Enabled {
+		protect(b, unix.PROT_NONE)
+	}
+}
+
+// Unpark makes a parked mapping usable again.
+func Unpark(b []byte) {
+	if invariants.Enabled {
+		protect(b, unix.PROT_READ|unix.PROT_WRITE)
+	}
+}
+
+func protect(b []byte, prot int) {
+	if err := unix.Mprotect(b, prot); err != nil {
+		panic("offheap: mprotect: " + err.Error())
+	}
+}
+
 // quarantineLen bounds the freed mappings kept inaccessible under the
 // invariants tag: far below the kernel's default of 65530 mappings.
-const quarantineLen = 256
+const quarantineLen = 512
 
 var quarantine struct {
 	mu   sync.Mutex
@@ -41,9 +71,7 @@ var quarantine struct {
 }
 
 func quarantineAdd(b []byte) {
-	if err := unix.Mprotect(b, unix.PROT_NONE); err != nil {
-		panic("offheap: mprotect: " + err.Error())
-	}
+	protect(b, unix.PROT_NONE)
 	q := &quarantine
 	q.mu.Lock()
 	old := q.ring[q.next]
