@@ -248,17 +248,23 @@ func (d *DB) updateReadStateLocked() {
 	for _, m := range rs.mems {
 		m.refs.Add(1)
 	}
+	d.publishReadState(rs)
+	// A cached iterator state of the old view would pin its memtables and
+	// files until the next NewIterator.
+	if st := d.iterCache.Swap(nil); st != nil {
+		st.release()
+	}
+}
+
+// publishReadState makes rs the read view and drops the DB's reference on
+// the one it replaces.
+func (d *DB) publishReadState(rs *readState) {
 	d.rsMu.Lock()
 	old := d.readState
 	d.readState = rs
 	d.rsMu.Unlock()
 	if old != nil {
 		old.unref()
-	}
-	// A cached iterator state of the old view would pin its memtables and
-	// files until the next NewIterator.
-	if st := d.iterCache.Swap(nil); st != nil {
-		st.release()
 	}
 }
 
@@ -275,13 +281,7 @@ func (d *DB) releaseMemtablesLocked() {
 	empty := &memTable{MemTable: memtable.New(0), logNum: d.mu.mem.logNum}
 	empty.refs.Store(1) // rs's; the DB keeps none
 	rs.mems = []*memTable{empty}
-	d.rsMu.Lock()
-	old := d.readState
-	d.readState = rs
-	d.rsMu.Unlock()
-	if old != nil {
-		old.unref()
-	}
+	d.publishReadState(rs)
 	for _, m := range d.mu.imm {
 		m.unref(d)
 	}
