@@ -31,6 +31,19 @@ type Writer struct {
 	// flushed is the number of bytes handed to w.
 	flushed int64
 	err     error
+	// hdrs are the offsets in buf of the fragment headers, for a
+	// FramedWriter.
+	hdrs []int
+}
+
+// FramedWriter is implemented by writers that place the bytes of a flush
+// themselves and want to know where its fragment headers are (offsets in p,
+// each HeaderSize bytes, in increasing order): the mapped WAL writes every
+// header after the bytes it frames, so that a process killed during the
+// copy leaves complete fragments followed by a zero header, never a
+// fragment whose checksum fails (vfs.MappedCreator).
+type FramedWriter interface {
+	WriteFramed(p []byte, headers []int) (int, error)
 }
 
 // NewWriter returns a Writer that appends to w, which must be positioned at
@@ -91,6 +104,7 @@ func (w *Writer) emit(typ byte, payload []byte) {
 	binary.LittleEndian.PutUint32(hdr[0:4], fragmentCRC(typ, nil, payload))
 	binary.LittleEndian.PutUint16(hdr[4:6], uint16(len(payload)))
 	hdr[6] = typ
+	w.hdrs = append(w.hdrs, len(w.buf))
 	w.buf = append(w.buf, hdr[:]...)
 	w.buf = append(w.buf, payload...)
 	w.blockOff += HeaderSize + len(payload)
@@ -104,7 +118,13 @@ func (w *Writer) Flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	n, err := w.w.Write(w.buf)
+	var n int
+	var err error
+	if fw, ok := w.w.(FramedWriter); ok {
+		n, err = fw.WriteFramed(w.buf, w.hdrs)
+	} else {
+		n, err = w.w.Write(w.buf)
+	}
 	if err == nil && n != len(w.buf) {
 		err = io.ErrShortWrite
 	}
@@ -114,6 +134,7 @@ func (w *Writer) Flush() error {
 	}
 	w.flushed += int64(n)
 	w.buf = w.buf[:0]
+	w.hdrs = w.hdrs[:0]
 	if cap(w.buf) > maxRetainedBuf {
 		// Do not pin the memory of one huge record forever.
 		w.buf = nil

@@ -308,6 +308,20 @@ func (f *errorFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteFramed is Write for a log writer that passes its fragment headers
+// (record.FramedWriter), forwarded when the wrapped file takes them.
+func (f *errorFile) WriteFramed(p []byte, headers []int) (int, error) {
+	if err := f.inj.MaybeError(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	if fw, ok := f.File.(interface {
+		WriteFramed(p []byte, headers []int) (int, error)
+	}); ok {
+		return fw.WriteFramed(p, headers)
+	}
+	return f.File.Write(p)
+}
+
 func (f *errorFile) Sync() error {
 	if err := f.inj.MaybeError(OpSync, f.name); err != nil {
 		return err
