@@ -88,6 +88,8 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		Compression:     r.cfg.Compression,
 		FS:              r.cfg.FS,
 		MergeOperator:   ConcatMergeOperator{},
+
+		LevelCompactionDynamicLevelBytes: r.cfg.DynamicLevelBytes,
 	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction
