@@ -29,8 +29,10 @@ type Config struct {
 	FIFO            bool
 	// DynamicLevelBytes sets Options.LevelCompactionDynamicLevelBytes.
 	DynamicLevelBytes bool
-	Sync              bool
-	DisableWAL        bool
+	// MaxBytesForLevelBase sets Options.MaxBytesForLevelBase (0 = default).
+	MaxBytesForLevelBase int64
+	Sync                 bool
+	DisableWAL           bool
 
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,

@@ -90,6 +90,7 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		MergeOperator:   ConcatMergeOperator{},
 
 		LevelCompactionDynamicLevelBytes: r.cfg.DynamicLevelBytes,
+		MaxBytesForLevelBase:             r.cfg.MaxBytesForLevelBase,
 	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction
