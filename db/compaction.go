@@ -132,6 +132,7 @@ func (d *DB) pickerOptions() version.PickerOptions {
 		mult = math.Float64frombits(b)
 	}
 	return version.PickerOptions{L0Trigger: d.l0Trigger(), BaseBytes: base, Multiplier: mult,
+		Dynamic:               d.opts.LevelCompactionDynamicLevelBytes,
 		MaxGrandparentOverlap: 10 * d.targetFileSize()}
 }
 
@@ -225,12 +226,13 @@ func (d *DB) pickSeekLocked(v *version.Version, o version.PickerOptions, busy ve
 	if c == nil {
 		return nil
 	}
-	for _, s := range v.Scores(o) {
+	scores, baseLevel := v.ScoresAndBase(o)
+	for _, s := range scores {
 		if s >= 1 {
 			return nil
 		}
 	}
-	p, state := v.PickSeek(c.f, c.level, busy)
+	p, state := v.PickSeek(c.f, c.level, baseLevel, busy)
 	if state != version.SeekBusy {
 		d.comp.seekCand.CompareAndSwap(c, nil)
 	}

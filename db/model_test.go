@@ -95,6 +95,7 @@ func newModelRun(t *testing.T, seed int64, fsKind string) *modelRun {
 		DisableAutoCompactions:         rng.Intn(4) == 0,
 		FS:                             r.fs,
 	}
+	r.opts.LevelCompactionDynamicLevelBytes = rng.Intn(2) == 0
 	r.ext = r.opts.PrefixExtractor
 	d, err := db.Open(r.dir, &r.opts)
 	require.NoError(t, err)

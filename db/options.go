@@ -119,6 +119,21 @@ type Options struct {
 	MaxBytesForLevelBase int64
 	// MaxBytesForLevelMultiplier. Default: 10.
 	MaxBytesForLevelMultiplier int
+	// LevelCompactionDynamicLevelBytes sizes the levels of leveled
+	// compaction from the largest level up instead of from L1 down
+	// (RocksDB's level_compaction_dynamic_level_bytes): the largest level
+	// keeps its size as the last level's target, each level above it is
+	// MaxBytesForLevelMultiplier times smaller, and L0 compacts straight
+	// into the base level, the first level whose target is no more than
+	// MaxBytesForLevelBase; the levels above it stay empty. While the
+	// database is small all its data sits in the last level, and the
+	// last level holds most of the data at any size, which bounds space
+	// amplification near 1.11 and saves rewriting data through levels
+	// that the fixed targets keep too small or too large. Levels that
+	// already hold data (a database written with the option off) are never
+	// skipped: the base level is at most the first non-empty level, so such
+	// data compacts down as before. Default: false, as in RocksDB 7.8.
+	LevelCompactionDynamicLevelBytes bool
 	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default: 2.
 	MaxBackgroundJobs int
 	// SoftPendingCompactionBytesLimit slows writes down once the estimated

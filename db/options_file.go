@@ -134,6 +134,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	cf("target_file_size_base", itoa(o.TargetFileSizeBase))
 	cf("max_bytes_for_level_base", itoa(o.MaxBytesForLevelBase))
 	cf("max_bytes_for_level_multiplier", fmt.Sprintf("%f", float64(o.MaxBytesForLevelMultiplier))).Equal = optionsfile.SameFloat
+	cf("level_compaction_dynamic_level_bytes", strconv.FormatBool(o.LevelCompactionDynamicLevelBytes))
 
 	t := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecTable, "default", key, value) }
 	filter := "nullptr"

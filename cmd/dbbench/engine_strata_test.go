@@ -21,7 +21,8 @@ func TestDBOptions_Mapping(t *testing.T) {
 		"-level0_file_num_compaction_trigger=2", "-level0_slowdown_writes_trigger=3",
 		"-level0_stop_writes_trigger=4", "-target_file_size_base=5000",
 		"-max_bytes_for_level_base=6000", "-max_bytes_for_level_multiplier=7",
-		"-max_background_jobs=8", "-wal_write_syscalls", "-benchmarks=readrandom")
+		"-max_background_jobs=8", "-wal_write_syscalls", "-benchmarks=readrandom",
+		"-level_compaction_dynamic_level_bytes")
 	o := dbOptions(c)
 	require.NotNil(t, o.PrefixExtractor)
 	require.Equal(t, "rocksdb.FixedPrefix.12", o.PrefixExtractor.Name())
@@ -35,6 +36,7 @@ func TestDBOptions_Mapping(t *testing.T) {
 		Level0SlowdownWritesTrigger: 3, Level0StopWritesTrigger: 4,
 		TargetFileSizeBase: 5000, MaxBytesForLevelBase: 6000,
 		MaxBytesForLevelMultiplier: 7, MaxBackgroundJobs: 8, WALWriteSyscalls: true,
+		LevelCompactionDynamicLevelBytes: true,
 	}, *o)
 
 	d := dbOptions(parse(t))

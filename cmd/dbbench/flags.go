@@ -51,6 +51,7 @@ type config struct {
 	maxBackgroundJobs      int
 	targetFileSizeBase     int64
 	maxBytesForLevelBase   int64
+	dynamicLevelBytes      bool
 	maxBytesForLevelMult   float64
 	l0CompactionTrigger    int
 	l0SlowdownTrigger      int
@@ -120,6 +121,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.targetFileSizeBase, "target_file_size_base", 64<<20, "compaction output file size")
 	fs.Int64Var(&c.maxBytesForLevelBase, "max_bytes_for_level_base", 256<<20, "target size of L1")
 	fs.Float64Var(&c.maxBytesForLevelMult, "max_bytes_for_level_multiplier", 10, "size ratio between levels (a whole number)")
+	fs.BoolVar(&c.dynamicLevelBytes, "level_compaction_dynamic_level_bytes", false, "size levels from the largest level up; L0 compacts into the base level")
 	fs.IntVar(&c.l0CompactionTrigger, "level0_file_num_compaction_trigger", 4, "L0 files that start a compaction")
 	fs.IntVar(&c.l0SlowdownTrigger, "level0_slowdown_writes_trigger", 20, "L0 files that slow writes")
 	fs.IntVar(&c.l0StopTrigger, "level0_stop_writes_trigger", 36, "L0 files that stop writes")

@@ -57,6 +57,8 @@ func run(args []string) int {
 	fs.IntVar(&c.PrefixSize, "prefix_size", 7, "initial extractor fixed:N (0 = none); keys are 8 decimal digits")
 	fs.IntVar(&c.WriteBufferSize, "write_buffer_size", 64<<10, "memtable size in bytes")
 	fs.StringVar(&style, "compaction_style", "level", "level or fifo (fifo drops files: absent keys are allowed)")
+	fs.BoolVar(&c.DynamicLevelBytes, "level_compaction_dynamic_level_bytes", false, "size levels from the largest up (L0 compacts into the base level)")
+	fs.Int64Var(&c.MaxBytesForLevelBase, "max_bytes_for_level_base", 0, "target size of L1 (dynamic: the base level's bound); 0 = default")
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write")
 	fs.BoolVar(&c.DisableWAL, "disable_wal", false, "write without the WAL (crash checks become structural only)")
 	fs.IntVar(&c.ReadPercent, "readpercent", 25, "percent of Get")

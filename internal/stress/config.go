@@ -27,8 +27,12 @@ type Config struct {
 	PrefixSize      int // initial extractor fixed:N; 0 = none
 	WriteBufferSize int
 	FIFO            bool
-	Sync            bool
-	DisableWAL      bool
+	// DynamicLevelBytes sets Options.LevelCompactionDynamicLevelBytes.
+	DynamicLevelBytes bool
+	// MaxBytesForLevelBase sets Options.MaxBytesForLevelBase (0 = default).
+	MaxBytesForLevelBase int64
+	Sync                 bool
+	DisableWAL           bool
 
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,

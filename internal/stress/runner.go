@@ -88,6 +88,9 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		Compression:     r.cfg.Compression,
 		FS:              r.cfg.FS,
 		MergeOperator:   ConcatMergeOperator{},
+
+		LevelCompactionDynamicLevelBytes: r.cfg.DynamicLevelBytes,
+		MaxBytesForLevelBase:             r.cfg.MaxBytesForLevelBase,
 	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction

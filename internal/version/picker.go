@@ -2,6 +2,7 @@ package version
 
 import (
 	"bytes"
+	"math"
 	"sort"
 
 	"github.com/stratadb/strata/internal/base"
@@ -16,6 +17,9 @@ type PickerOptions struct {
 	BaseBytes uint64
 	// Multiplier scales each level's target from the one above.
 	Multiplier float64
+	// Dynamic sizes the levels from the largest one up, as RocksDB's
+	// level_compaction_dynamic_level_bytes does (see LevelTargets).
+	Dynamic bool
 	// MaxGrandparentOverlap bounds the bytes of the level below the output
 	// that one output file (or a trivially moved file) may overlap.
 	MaxGrandparentOverlap uint64
@@ -50,11 +54,121 @@ func LevelTarget(n int, o PickerOptions) uint64 {
 	return uint64(t)
 }
 
+// noTarget is the target of a level that must not score: the levels above
+// the base level under dynamic sizing.
+const noTarget = math.MaxUint64
+
+// LevelTargets returns the target size of each level n >= 1 (index 0 is
+// unused) and the base level, the level L0 compacts into.
+//
+// Without o.Dynamic the targets are fixed: L1 is BaseBytes and each level
+// below it Multiplier times the one above; the base level is L1.
+//
+// With o.Dynamic they follow RocksDB 7.8's CalculateBaseBytes: the largest
+// level below L0 keeps its size as the last level's target, and each level
+// up is Multiplier times smaller, up to the base level: the first level
+// whose target would not exceed BaseBytes (or L0's size, when larger),
+// never below the first non-empty level and never above L1. Levels above
+// the base level get no target (they never score); they are empty, since
+// the base level is never below the first non-empty one. With nothing
+// below L0 the base level is the last level. When L0 is backlogged (larger
+// than the base level's target and than BaseBytes, or twice the L0
+// trigger in files), the base level's target becomes L0's size and the
+// multiplier is stretched so that the last level's target stays the
+// largest level's size. No target is below the base level's maximum
+// (BaseBytes or L0's size), so that L1+ does not outscore a growing L0.
+//
+// O(levels) on a sized Version.
+func (v *Version) LevelTargets(o PickerOptions) (t [NumLevels]uint64, baseLevel int) {
+	if !o.Dynamic {
+		for n := 1; n < NumLevels; n++ {
+			t[n] = LevelTarget(n, o)
+		}
+		return t, 1
+	}
+	for n := range t {
+		t[n] = noTarget
+	}
+	mult := max(o.Multiplier, 1)
+	var maxSize uint64
+	first := -1
+	for n := 1; n < NumLevels; n++ {
+		size := v.LevelSize(n)
+		if size > 0 && first < 0 {
+			first = n
+		}
+		maxSize = max(maxSize, size)
+	}
+	if maxSize == 0 {
+		return t, NumLevels - 1
+	}
+	l0Size := v.LevelSize(0)
+	baseMax := max(o.BaseBytes, l0Size)
+	baseMin := uint64(float64(baseMax) / mult)
+	cur := maxSize
+	for n := NumLevels - 2; n >= first; n-- {
+		cur = uint64(float64(cur) / mult)
+	}
+	var baseSize uint64
+	baseLevel = first
+	if cur <= baseMin {
+		// More levels hold data than the size needs: the first non-empty
+		// level stays the base level, at the smallest target it may have.
+		baseSize = baseMin + 1
+	} else {
+		for baseLevel > 1 && cur > baseMax {
+			baseLevel--
+			cur = uint64(float64(cur) / mult)
+		}
+		baseSize = min(cur, baseMax)
+	}
+	levelMult := mult
+	if l0Size > baseSize && (l0Size > o.BaseBytes ||
+		(o.L0Trigger > 0 && len(v.Levels[0])/2 >= o.L0Trigger)) {
+		baseSize = l0Size
+		if baseLevel == NumLevels-1 {
+			levelMult = 1
+		} else {
+			levelMult = math.Pow(float64(maxSize)/float64(baseSize), 1/float64(NumLevels-baseLevel-1))
+		}
+	}
+	size := float64(baseSize)
+	for n := baseLevel; n < NumLevels; n++ {
+		if n > baseLevel {
+			size *= levelMult
+		}
+		target := uint64(noTarget)
+		if size < float64(noTarget) {
+			target = uint64(size)
+		}
+		t[n] = max(target, baseMax)
+	}
+	return t, baseLevel
+}
+
+// BaseLevel returns the level L0 compacts into (see LevelTargets).
+func (v *Version) BaseLevel(o PickerOptions) int {
+	_, b := v.LevelTargets(o)
+	return b
+}
+
 // Scores returns each level's compaction score: for L0 the number of files
 // not being compacted over L0Trigger, for Ln the size of its files not
-// being compacted over the level's target. The last level never scores.
+// being compacted over the level's target (see LevelTargets). The last
+// level never scores, nor do the levels above the base level.
 func (v *Version) Scores(o PickerOptions) [NumLevels]float64 {
+	s, _ := v.scores(o)
+	return s
+}
+
+// ScoresAndBase returns Scores and the base level (see LevelTargets).
+func (v *Version) ScoresAndBase(o PickerOptions) ([NumLevels]float64, int) {
+	return v.scores(o)
+}
+
+func (v *Version) scores(o PickerOptions) ([NumLevels]float64, int) {
 	var s [NumLevels]float64
+	targets, baseLevel := v.LevelTargets(o)
 	n := 0
 	for _, f := range v.Levels[0] {
 		if !f.Compacting {
@@ -65,21 +179,24 @@ func (v *Version) Scores(o PickerOptions) [NumLevels]float64 {
 		s[0] = float64(n) / float64(o.L0Trigger)
 	}
 	for level := 1; level < NumLevels-1; level++ {
+		if targets[level] == noTarget {
+			continue
+		}
 		var size uint64
 		for _, f := range v.Levels[level] {
 			if !f.Compacting {
 				size += f.Size
 			}
 		}
-		s[level] = float64(size) / float64(max(LevelTarget(level, o), 1))
+		s[level] = float64(size) / float64(max(targets[level], 1))
 	}
-	return s
+	return s, baseLevel
 }
 
 // PendingCompactionBytes estimates the bytes compaction must rewrite to bring
 // every level under its target, as RocksDB's
 // estimated-pending-compaction-bytes does: L0's size once it reaches the
-// trigger, then each level's excess over its target times the fan-out into
+// trigger, carried into the base level, then each level's excess over its target times the fan-out into
 // the level below, the excess carried down.
 //
 // It is O(levels): level sizes are cached per Version, and the result for
@@ -109,10 +226,11 @@ func (v *Version) pendingCompactionBytes(o PickerOptions) uint64 {
 		carry = float64(v.LevelSize(0))
 		pending += carry
 	}
-	for level := 1; level < NumLevels-1; level++ {
+	targets, baseLevel := v.LevelTargets(o)
+	for level := baseLevel; level < NumLevels-1; level++ {
 		own := float64(v.LevelSize(level))
 		size := own + carry
-		target := float64(LevelTarget(level, o))
+		target := float64(targets[level])
 		if size <= target {
 			carry = 0
 			continue
@@ -133,7 +251,7 @@ func (v *Version) pendingCompactionBytes(o PickerOptions) uint64 {
 // pickLevel); cursor[n] is the largest user key of the last file picked
 // from level n, which breaks ties.
 func (v *Version) PickLeveled(o PickerOptions, busy Busy, cursor *[NumLevels][]byte) *Pick {
-	scores := v.Scores(o)
+	scores, baseLevel := v.scores(o)
 	tried := [NumLevels]bool{}
 	for {
 		best := -1
@@ -148,7 +266,7 @@ func (v *Version) PickLeveled(o PickerOptions, busy Busy, cursor *[NumLevels][]b
 		tried[best] = true
 		var p *Pick
 		if best == 0 {
-			p = v.pickL0(busy)
+			p = v.pickL0(baseLevel, busy)
 		} else {
 			p = v.pickLevel(best, busy, cursor[best])
 		}
@@ -179,9 +297,10 @@ const (
 // whose seek budget is spent (LevelDB's seek compaction), into level+1:
 // for L0, f and every L0 file overlapping it, widened until no other L0
 // file overlaps the range (so that no older version of a key stays in L0
-// above a newer one moved down), with the L1 files they overlap; for Ln,
-// f and its boundary neighbours with the overlapping files of Ln+1.
-func (v *Version) PickSeek(f *FileMetadata, level int, busy Busy) (*Pick, SeekState) {
+// above a newer one moved down), with the files of baseLevel (the level
+// L0 compacts into, see LevelTargets) they overlap; for Ln, f and its
+// boundary neighbours with the overlapping files of Ln+1.
+func (v *Version) PickSeek(f *FileMetadata, level, baseLevel int, busy Busy) (*Pick, SeekState) {
 	if level < 0 || level >= NumLevels-1 || !v.holds(level, f) {
 		return nil, SeekGone
 	}
@@ -194,7 +313,11 @@ func (v *Version) PickSeek(f *FileMetadata, level int, busy Busy) (*Pick, SeekSt
 	if anyCompacting(inputs) {
 		return nil, SeekBusy
 	}
-	p := v.expand(level, level+1, inputs, busy)
+	out := level + 1
+	if level == 0 {
+		out = max(baseLevel, 1)
+	}
+	p := v.expand(level, out, inputs, busy)
 	if p == nil {
 		return nil, SeekBusy
 	}
@@ -244,13 +367,14 @@ func (v *Version) l0Closure(f *FileMetadata) []*FileMetadata {
 }
 
 // pickL0 takes every L0 file, so that no older L0 version of a key stays
-// above a newer one moved to L1, and the L1 files they overlap.
-func (v *Version) pickL0(busy Busy) *Pick {
+// above a newer one moved down, and the files of the base level (out) they
+// overlap.
+func (v *Version) pickL0(out int, busy Busy) *Pick {
 	files := v.Levels[0]
 	if len(files) == 0 || anyCompacting(files) {
 		return nil
 	}
-	return v.expand(0, 1, append([]*FileMetadata(nil), files...), busy)
+	return v.expand(0, out, append([]*FileMetadata(nil), files...), busy)
 }
 
 // pickLevel takes the free file of level whose compaction rewrites the

@@ -46,7 +46,7 @@ func TestVersion_PickSeek(t *testing.T) {
 
 	// L0: the closure of 11 is 11, 12, 13 (in L0's order), and the L1
 	// files under [a, p].
-	p, st := v.PickSeek(v.Levels[0][1], 0, nil)
+	p, st := v.PickSeek(v.Levels[0][1], 0, 1, nil)
 	require.Equal(t, SeekPicked, st)
 	require.Equal(t, 0, p.StartLevel)
 	require.Equal(t, 1, p.OutputLevel)
@@ -55,33 +55,33 @@ func TestVersion_PickSeek(t *testing.T) {
 	require.Equal(t, []uint64{31, 32}, fileNums(p.Grandparents))
 
 	// Ln: the file and the overlapping files of Ln+1.
-	p, st = v.PickSeek(v.Levels[1][0], 1, nil)
+	p, st = v.PickSeek(v.Levels[1][0], 1, 1, nil)
 	require.Equal(t, SeekPicked, st)
 	require.Equal(t, []uint64{21}, fileNums(p.Inputs[0]))
 	require.Equal(t, []uint64{31}, fileNums(p.Inputs[1]))
 
 	// A file no longer at that level, or in the last level: gone.
-	_, st = v.PickSeek(v.Levels[1][0], 2, nil)
+	_, st = v.PickSeek(v.Levels[1][0], 2, 1, nil)
 	require.Equal(t, SeekGone, st)
-	_, st = v.PickSeek(meta(99, "a", "b", 1), 1, nil)
+	_, st = v.PickSeek(meta(99, "a", "b", 1), 1, 1, nil)
 	require.Equal(t, SeekGone, st)
-	_, st = v.PickSeek(v.Levels[NumLevels-1][0], NumLevels-1, nil)
+	_, st = v.PickSeek(v.Levels[NumLevels-1][0], NumLevels-1, 1, nil)
 	require.Equal(t, SeekGone, st)
 
 	// Busy: an input compacting (13 is in 11's closure), an output file
 	// compacting, or an in-flight compaction writing the range.
 	v.Levels[0][3].Compacting = true
-	_, st = v.PickSeek(v.Levels[0][1], 0, nil)
+	_, st = v.PickSeek(v.Levels[0][1], 0, 1, nil)
 	require.Equal(t, SeekBusy, st)
-	p, st = v.PickSeek(v.Levels[0][0], 0, nil) // 14 is clear of it
+	p, st = v.PickSeek(v.Levels[0][0], 0, 1, nil) // 14 is clear of it
 	require.Equal(t, SeekPicked, st)
 	require.Equal(t, []uint64{14}, fileNums(p.Inputs[0]))
 	v.Levels[0][3].Compacting = false
 	v.Levels[2][0].Compacting = true
-	_, st = v.PickSeek(v.Levels[1][0], 1, nil)
+	_, st = v.PickSeek(v.Levels[1][0], 1, 1, nil)
 	require.Equal(t, SeekBusy, st)
 	v.Levels[2][0].Compacting = false
 	busy := func(level int, smallest, largest []byte) bool { return level == 2 }
-	_, st = v.PickSeek(v.Levels[1][0], 1, busy)
+	_, st = v.PickSeek(v.Levels[1][0], 1, 1, busy)
 	require.Equal(t, SeekBusy, st)
 }

@@ -28,6 +28,7 @@ func TestVersion_SizeCacheMatchesSum(t *testing.T) {
 	opts := []PickerOptions{
 		{L0Trigger: 2, BaseBytes: 1000, Multiplier: 4},
 		{L0Trigger: 4, BaseBytes: 300, Multiplier: 10},
+		{L0Trigger: 4, BaseBytes: 300, Multiplier: 10, Dynamic: true},
 	}
 	v := &Version{}
 	var next uint64 = 1
