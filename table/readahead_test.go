@@ -35,24 +35,16 @@ func TestIter_Readahead(t *testing.T) {
 		blocks := int(r.Properties().NumDataBlocks)
 		require.Greater(t, blocks, 50)
 
-		it := r.NewIter()
 		cf.reads = 0
-		i := 0
-		for ok := it.First(); ok; ok = it.Next() {
-			require.Equal(t, model[i].key, it.Key())
-			require.True(t, bytes.Equal(model[i].val, it.Value()), "value of %s", model[i].key)
-			i++
-		}
-		require.NoError(t, it.Error())
-		require.Equal(t, len(model), i)
+		scanCount(t, r, model)
 		require.Less(t, cf.reads, blocks/4, "forward scan: %d reads for %d blocks", cf.reads, blocks)
 		forwardReads := cf.reads
 
 		// A fresh iterator, so that the forward scan's chunk does not
 		// serve the backward one.
-		require.NoError(t, it.Close())
-		it = r.NewIter()
+		it := r.NewIter()
 		cf.reads = 0
+		i := len(model)
 		for ok := it.Last(); ok; ok = it.Prev() {
 			i--
 			require.Equal(t, model[i].key, it.Key())
