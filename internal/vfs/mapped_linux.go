@@ -174,27 +174,8 @@ func (m *mappedFile) storeHeader(off int, hdr []byte) {
 	*(*uint64)(unsafe.Pointer(&m.win[at])) = binary.LittleEndian.Uint64(b[:])
 }
 
-// Write copies p to the end of the file.
-func (m *mappedFile) Write(p []byte) (int, error) {
-	if m.err != nil {
-		return 0, m.err
-	}
-	written := 0
-	for len(p) > 0 {
-		end := m.winOff + mapWindow
-		if m.size == end {
-			if err := m.mapAt(end); err != nil {
-				m.err = err
-				return written, err
-			}
-		}
-		n := copy(m.win[m.size-m.winOff:], p)
-		m.size += int64(n)
-		written += n
-		p = p[n:]
-	}
-	return written, nil
-}
+// Write copies p to the end of the file (WriteFramed with no headers).
+func (m *mappedFile) Write(p []byte) (int, error) { return m.writeFramed(p, nil, -1) }
 
 // Sync makes the bytes written so far durable. On Linux the pages of a
 // shared file mapping are the page cache's own pages, marked dirty by the
