@@ -132,7 +132,7 @@ func buildScanImage(t *testing.T, c db.Compression) *scanImage {
 	return img
 }
 
-// readFile returns the contents of name in fs.
+// readMemFile returns the contents of name in fs.
 func readMemFile(t *testing.T, fs vfs.FS, name string) []byte {
 	t.Helper()
 	f, err := fs.Open(name)
@@ -147,12 +147,7 @@ func readMemFile(t *testing.T, fs vfs.FS, name string) []byte {
 func writeMemFile(t *testing.T, fs vfs.FS, name string, data []byte) {
 	t.Helper()
 	require.NoError(t, fs.Remove(name))
-	f, err := fs.Create(name)
-	require.NoError(t, err)
-	_, err = f.Write(data)
-	require.NoError(t, err)
-	require.NoError(t, f.Sync())
-	require.NoError(t, f.Close())
+	require.NoError(t, vfs.WriteFileSynced(fs, name, data))
 }
 
 // dataSize returns the size of the data-block region of a table file: the

@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"testing"
 
@@ -135,36 +134,22 @@ func mcClone(t *testing.T, src vfs.FS) *vfs.MemFS {
 		if name == "LOCK" {
 			continue
 		}
-		data := mcRead(t, src, filepath.Join(mcDir, name))
+		data := readMemFile(t, src, filepath.Join(mcDir, name))
 		mcWriteFile(t, dst, filepath.Join(mcDir, name), data)
 	}
 	return dst
 }
 
-func mcRead(t *testing.T, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	require.NoError(t, err)
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	require.NoError(t, err)
-	return data
-}
-
+// mcWriteFile creates name in fs with data, synced.
 func mcWriteFile(t *testing.T, fs vfs.FS, name string, data []byte) {
 	t.Helper()
-	f, err := fs.Create(name)
-	require.NoError(t, err)
-	_, err = f.Write(data)
-	require.NoError(t, err)
-	require.NoError(t, f.Sync())
-	require.NoError(t, f.Close())
+	require.NoError(t, vfs.WriteFileSynced(fs, name, data))
 }
 
 // mcManifest returns the name of the MANIFEST that CURRENT names.
 func mcManifest(t *testing.T, fs vfs.FS) string {
 	t.Helper()
-	cur := mcRead(t, fs, filepath.Join(mcDir, "CURRENT"))
+	cur := readMemFile(t, fs, filepath.Join(mcDir, "CURRENT"))
 	require.NotEmpty(t, cur)
 	return filepath.Join(mcDir, string(cur[:len(cur)-1]))
 }
@@ -258,7 +243,7 @@ func TestManifestByteFlips(t *testing.T) {
 			// The undamaged database reads back exactly.
 			require.Empty(t, mcOpenDamaged(mcClone(t, orig), m, keys))
 			manifest := mcManifest(t, orig)
-			data := mcRead(t, orig, manifest)
+			data := readMemFile(t, orig, manifest)
 			t.Logf("%s: %d bytes", manifest, len(data))
 			var failures []string
 			for _, mask := range masks {
@@ -297,7 +282,7 @@ func TestManifestTruncations(t *testing.T) {
 			orig := vfs.NewMem()
 			m, keys := sh.build(t, orig)
 			manifest := mcManifest(t, orig)
-			data := mcRead(t, orig, manifest)
+			data := readMemFile(t, orig, manifest)
 			var failures []string
 			for n := 0; n < len(data); n++ {
 				fs := mcClone(t, orig)
@@ -345,11 +330,11 @@ func TestOpenChecksTables(t *testing.T) {
 		damage := map[string]func(fs vfs.FS){
 			"missing": func(fs vfs.FS) { require.NoError(t, fs.Remove(path)) },
 			"short": func(fs vfs.FS) {
-				data := mcRead(t, fs, path)
+				data := readMemFile(t, fs, path)
 				mcWriteFile(t, fs, path, data[:len(data)-1])
 			},
 			"long": func(fs vfs.FS) {
-				data := mcRead(t, fs, path)
+				data := readMemFile(t, fs, path)
 				mcWriteFile(t, fs, path, append(data, 0))
 			},
 		}
@@ -387,7 +372,7 @@ func TestCurrentByteFlips(t *testing.T) {
 	orig := vfs.NewMem()
 	m, keys := mcShapes[1].build(t, orig)
 	current := filepath.Join(mcDir, "CURRENT")
-	data := mcRead(t, orig, current)
+	data := readMemFile(t, orig, current)
 	var failures []string
 	for off := range data {
 		for _, mask := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff} {
