@@ -33,13 +33,7 @@ var mutableOptions = []mutableOption{
 		if err != nil {
 			return nil, err
 		}
-		return func() {
-			d.comp.disableAuto.Store(b)
-			d.mu.Lock()
-			d.maybeScheduleCompactionLocked()
-			d.mu.cond.Broadcast() // stalled writers re-check the stall rules
-			d.mu.Unlock()
-		}, nil
+		return func() { d.comp.disableAuto.Store(b) }, nil
 	}},
 	compactionIntOption("level0_file_num_compaction_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Trigger }),
 	compactionIntOption("level0_slowdown_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Slowdown }),
@@ -91,6 +85,7 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	for _, apply := range applies {
 		apply()
 	}
+	d.rescheduleAfterOptions()
 	// Keep the OPTIONS file in step, as RocksDB does, so its tools see the
 	// options in force. If it cannot be written, undo: on any error
 	// nothing changes (the previous OPTIONS file still describes the
@@ -143,6 +138,15 @@ func (d *DB) restoreMutableOptions(s mutableOptionsState) {
 	for i, p := range d.compactionInts() {
 		p.Store(s.ints[i])
 	}
+	d.rescheduleAfterOptions()
+}
+
+// rescheduleAfterOptions looks for a compaction made due, and wakes stalled
+// writers to re-check the stall rules, once a whole SetOptions call (or its
+// undoing) is applied: the applies themselves only store, so the picker never
+// sees half of a call's options (a trigger lowered in the same call as
+// automatic compactions are enabled, say).
+func (d *DB) rescheduleAfterOptions() {
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
 	d.mu.cond.Broadcast()
@@ -205,13 +209,7 @@ func compactionIntOptionMax(name string, hi int64, field func(d *DB) *atomic.Int
 		if err != nil {
 			return nil, err
 		}
-		return func() {
-			field(d).Store(n)
-			d.mu.Lock()
-			d.maybeScheduleCompactionLocked()
-			d.mu.cond.Broadcast() // stalled writers re-check the triggers
-			d.mu.Unlock()
-		}, nil
+		return func() { field(d).Store(n) }, nil
 	}}
 }
 
@@ -220,10 +218,5 @@ func parseLevelMultiplier(d *DB, v string) (func(), error) {
 	if err != nil || !(f > 1) || f > maxLevelMultiplier {
 		return nil, errors.Newf("want a number in (1, %d]", maxLevelMultiplier)
 	}
-	return func() {
-		d.comp.multiplierBits.Store(math.Float64bits(f))
-		d.mu.Lock()
-		d.maybeScheduleCompactionLocked()
-		d.mu.Unlock()
-	}, nil
+	return func() { d.comp.multiplierBits.Store(math.Float64bits(f)) }, nil
 }
