@@ -203,14 +203,15 @@ func (o *compactionOutputs) advanceGrandparents(ukey []byte) (crossed bool) {
 }
 
 // shouldSplit reports whether the current output ends before ukey: it
-// reached the target size, or it holds half the target size and ukey is
-// past the end of a grandparent file (so the cut falls on a boundary of the
-// level below, as RocksDB 7.8's level_compaction_dynamic_file_size and
-// Pebble cut: the output then overlaps whole grandparent files only, and a
-// later compaction of it does not rewrite a partly overlapped one at each
-// end; at the scaled 50M-key fillrandom shape this lowered L1->L2 bytes
-// written by about a quarter), or it overlaps too much of the grandparent
-// level.
+// reached the target size; or it holds half the target size and ukey is
+// past the end of a grandparent file, so that the cut falls on a boundary
+// of the level below (RocksDB 7.8's level_compaction_dynamic_file_size,
+// Pebble's rule): the output then overlaps whole grandparent files only,
+// and its own compaction later does not rewrite a partly overlapped one at
+// each end (at the scaled 50M-key fillrandom shape this cut the bytes
+// written into L2 by a third, see docs/compaction.md; a quarter or three
+// quarters of the target instead of half measured the same); or it
+// overlaps too much of the grandparent level.
 func (o *compactionOutputs) shouldSplit(ukey []byte) bool {
 	if o.c.pick.OutputLevel == 0 {
 		return false
