@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
@@ -73,4 +74,28 @@ func BenchmarkInsertRandom(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	benchInsert(b, keys)
+}
+
+// BenchmarkInsertConcurrentRandom is BenchmarkInsertRandom with AddConcurrent
+// from GOMAXPROCS goroutines (-cpu sets how many) into one memtable large
+// enough for every insert.
+func BenchmarkInsertConcurrentRandom(b *testing.B) {
+	keys := benchInsertKeys(1 << 20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	value := make([]byte, 100)
+	m := newPrefaulted(int(min(uint64(b.N)*(maxEntryBytes(16, 100)+8)+EmptySize, MaxArenaSize)))
+	var next atomic.Uint64
+	b.SetBytes(int64(len(keys[0]) + len(value)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			k := base.MakeInternalKey(keys[i%uint64(len(keys))], base.SeqNum(i), base.KindSet)
+			if err := m.AddConcurrent(k, value); err != nil {
+				panic(err) // b.Fatal may not run off the benchmark goroutine
+			}
+		}
+	})
 }
