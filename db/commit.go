@@ -1,6 +1,7 @@
 package db
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -86,10 +87,10 @@ type writer struct {
 	last   base.SeqNum
 	walEnd uint64
 
-	// Under commitPipeline.pubMu:
-	applied   bool // the insert is done
-	published bool // visibleSeq has passed last
-	waiting   bool // cond has (or is about to have) a waiter
+	// Under commitPipeline.pubMu (published is also read without it):
+	applied   bool        // the insert is done
+	published atomic.Bool // visibleSeq has passed last
+	waiting   bool        // cond has (or is about to have) a waiter
 	cond      sync.Cond
 }
 
@@ -263,7 +264,8 @@ func (c *commitPipeline) enqueue(w *writer) {
 	if w.cond.L == nil {
 		w.cond.L = &c.pubMu
 	}
-	w.applied, w.published, w.waiting = false, false, false
+	w.applied, w.waiting = false, false
+	w.published.Store(false)
 	c.pending.push(w)
 	c.unpublished.Add(1)
 	c.pubMu.Unlock()
@@ -281,7 +283,7 @@ func (c *commitPipeline) publish(d *DB, w *writer) {
 		}
 		c.pending.pop()
 		d.visibleSeq.Store(uint64(h.last))
-		h.published = true
+		h.published.Store(true)
 		if h.waiting {
 			h.cond.Signal()
 		}
@@ -290,12 +292,30 @@ func (c *commitPipeline) publish(d *DB, w *writer) {
 			c.drained.Broadcast()
 		}
 	}
-	for !w.published {
+	if w.published.Load() {
+		c.pubMu.Unlock()
+		return
+	}
+	c.pubMu.Unlock()
+	// The writes before w are inserting, most likely on other cores, for
+	// about as long as w took: poll for a while before sleeping, which
+	// costs a wake-up on both sides.
+	for i := 0; i < publishSpins; i++ {
+		runtime.Gosched()
+		if w.published.Load() {
+			return
+		}
+	}
+	c.pubMu.Lock()
+	for !w.published.Load() {
 		w.waiting = true
 		w.cond.Wait()
 	}
 	c.pubMu.Unlock()
 }
+
+// publishSpins bounds the polls of publish before it sleeps.
+const publishSpins = 50
 
 // syncWAL makes the WAL durable up to the walBytes position end. Concurrent
 // synced writers share fsyncs: the one that syncs covers every record
