@@ -250,7 +250,20 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 			return
 		}
 	}
-	lowest := level // the lowest level known to bracket the key
+	lowest := s.searchBelow(ukey, trailer, sp, level, pred, bound)
+	// The hint saves the search of the levels from lowest up, and costs
+	// two comparisons on level 0 and a binary search over the levels.
+	s.useHint = lowest+2 < h
+}
+
+// searchBelow fills the pairs of sp for the levels below level, searching
+// each from pred and stopping at bound at the latest; pred must be before
+// the key (or head) and bound not before it (or tail), on level-1 and so on
+// every level below. It returns the lowest level from which the pairs sp
+// held already were the right ones (level when none was). It writes only
+// sp, so concurrent inserters may run it on splices of their own.
+func (s *skiplist) searchBelow(ukey []byte, trailer uint64, sp *splice, level int, pred, bound uint32) (lowest int) {
+	lowest = level
 	for level--; level >= 0; level-- {
 		// bound, the succ of the level above, is on this level too and not
 		// before the key: the walk stops there at the latest, without
@@ -268,9 +281,7 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 		sp.preds[level], sp.succs[level] = pred, succ
 		bound = succ
 	}
-	// The hint saves the search of the levels from lowest up, and costs
-	// two comparisons on level 0 and a binary search over the levels.
-	s.useHint = lowest+2 < h
+	return lowest
 }
 
 // bracket finds the lowest level whose pair in sp brackets the key (pred
@@ -394,11 +405,7 @@ func (s *skiplist) insertConcurrent(key []byte, trailer uint64, value []byte) er
 	}
 	var sp splice
 	listHeight := int(s.height.Load())
-	pred := s.head
-	for level := listHeight - 1; level >= 0; level-- {
-		pred, sp.succs[level] = s.findLevel(key, trailer, pred, level)
-		sp.preds[level] = pred
-	}
+	s.searchBelow(key, trailer, &sp, listHeight, s.head, s.tail)
 	if s.isKey(sp.succs[0], key, trailer) {
 		return errDuplicate
 	}
