@@ -23,9 +23,9 @@ import (
 // DB is an open database.
 //
 // Locking: the fields under mu are guarded by mu; methods named …Locked
-// require it. The commit pipeline (commit) serializes writers; only its
-// leader appends to the WAL and the mutable memtable, so the memtable sees a
-// single writer. Readers take no lock on the data path: they load the
+// require it. The commit pipeline (commit, commit.go) orders writers: one at
+// a time appends to the WAL, and they insert into the mutable memtable
+// either one at a time or concurrently. Readers take no lock on the data path: they load the
 // current readState (memtables + version), which is replaced, never mutated.
 type DB struct {
 	dirname string
@@ -158,6 +158,9 @@ type memTable struct {
 	// size is the arena budget the memtable rotates at.
 	size int
 	refs atomic.Int32
+	// reserved is the arena room (arenaNeed) of the concurrent inserts in
+	// progress, which the arena's usage does not show yet.
+	reserved atomic.Int64
 }
 
 // unref drops a reference to m and retires its arena after the last one.

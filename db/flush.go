@@ -253,16 +253,19 @@ func (d *DB) Flush() error {
 		return err
 	}
 	defer d.endOp()
-	// Rotate from inside the commit pipeline, so that no leader is
-	// applying a batch to the memtable being rotated, and so that the flush
+	// Rotate with the commit pipeline drained, so that no write is
+	// inserting into the memtable being rotated, and so that the flush
 	// covers every write acknowledged before Flush was called.
-	w := &writer{flush: true}
-	if err := d.runInPipeline(w); err != nil {
+	var flushed *memTable
+	if err := d.exclusive(func() (err error) {
+		flushed, err = d.rotateForFlush()
+		return err
+	}); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for w.flushed != nil && d.isImmutableLocked(w.flushed) {
+	for flushed != nil && d.isImmutableLocked(flushed) {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
@@ -275,21 +278,22 @@ func (d *DB) Flush() error {
 	return d.mu.bgErr
 }
 
-// rotateForFlush runs as the pipeline leader for a Flush call.
-func (d *DB) rotateForFlush(w *writer) error {
+// rotateForFlush rotates for a Flush call, with the commit pipeline drained.
+// It returns the memtable the flush must wait for, if any.
+func (d *DB) rotateForFlush() (*memTable, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.mu.bgErr != nil {
-		return d.mu.bgErr
+		return nil, d.mu.bgErr
 	}
 	if d.mu.mem.Empty() {
 		if n := len(d.mu.imm); n > 0 {
-			w.flushed = d.mu.imm[n-1]
+			return d.mu.imm[n-1], nil
 		}
-		return nil
+		return nil, nil
 	}
-	w.flushed = d.mu.mem
-	return d.rotateMemtableLocked(0)
+	flushed := d.mu.mem
+	return flushed, d.rotateMemtableLocked(0)
 }
 
 func (d *DB) isImmutableLocked(m *memTable) bool {

@@ -95,9 +95,7 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 
 	err := d.linkIngestFiles(files)
 	if err == nil {
-		w := &writer{}
-		w.ingest = func() error { return d.ingestApply(files, &o) }
-		err = d.runInPipeline(w)
+		err = d.exclusive(func() error { return d.ingestApply(files, &o) })
 	}
 	d.mu.Lock()
 	for _, f := range files {

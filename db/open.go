@@ -208,6 +208,7 @@ func (d *DB) open() error {
 	if err := d.recoverWALsLocked(listing.logs); err != nil {
 		return err
 	}
+	d.commit.lastSeq = base.SeqNum(d.visibleSeq.Load())
 	if !o.ReadOnly {
 		d.sweepLocked(listing)
 		if err := d.writeOptionsFileLocked(listing.options); err != nil {
@@ -316,7 +317,7 @@ func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) err
 		}
 		d.mu.mem = m
 	}
-	last, err := applyBatch(d.mu.mem.MemTable, b, b.Seq())
+	last, err := applyBatch(d.mu.mem.MemTable, b, b.Seq(), false)
 	if err != nil {
 		return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
 	}

@@ -96,6 +96,15 @@ type Options struct {
 	// when the DB opens. FIFO compaction, DisableAutoCompactions and
 	// ReadOnly databases never run them.
 	DisableReadTriggeredCompactions bool
+	// DisableConcurrentMemtableWrites makes writers insert into the
+	// memtable one at a time. By default (as RocksDB's
+	// allow_concurrent_memtable_write) a writer that finds others in the
+	// commit pipeline inserts its batch into the lock-free memtable at the
+	// same time as they do, after appending its WAL record in turn; a
+	// writer alone, and any batch with a range deletion, inserts one at a
+	// time. Either way a write's sequence numbers become visible only after
+	// every earlier write's.
+	DisableConcurrentMemtableWrites bool
 	// BlockCacheSize bounds the data-block cache in bytes. Index and filter
 	// blocks are pinned by each open table, outside this budget, as in
 	// RocksDB's default. Default: 8 MiB.

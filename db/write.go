@@ -12,60 +12,6 @@ import (
 	"github.com/stratadb/strata/internal/memtable"
 )
 
-// The commit pipeline: LevelDB-style group commit. Writers queue up; the
-// writer at the head of the queue becomes the leader, takes the batches of
-// the writers behind it (same DisableWAL setting, up to maxGroupBytes),
-// writes them to the WAL as one record with at most one fsync, applies them
-// to the memtable and publishes their sequence numbers, then wakes the
-// group. Only the leader touches the WAL writer and the mutable memtable, so
-// both see a single writer.
-type commitPipeline struct {
-	mu     sync.Mutex
-	queue  []*writer
-	closed bool
-	// idle is signalled when the queue empties (for Close).
-	idle sync.Cond
-	// scratch is the leader's buffer for a merged group batch.
-	scratch batch.Batch
-}
-
-// writer is one Write call waiting in the pipeline.
-type writer struct {
-	b          *batch.Batch
-	sync       bool
-	disableWAL bool
-	// flush marks a Flush call: it leads a group of its own and rotates
-	// the memtable, so no leader is applying to the memtable it rotates.
-	flush bool
-	// flushed is the memtable the flush rotated out, if any.
-	flushed *memTable
-	done    bool
-	err     error
-	cond    sync.Cond
-
-	// ingest, when set, marks a DB.Ingest call: it leads a group of its
-	// own and runs ingest, so that no write commits while the ingestion
-	// takes its sequence number (ingest.go).
-	ingest func() error
-}
-
-const maxGroupBytes = 1 << 20
-
-var writerPool = sync.Pool{New: func() any { return new(writer) }}
-
-// drain refuses new writers and waits for the queued ones to finish.
-func (c *commitPipeline) drain() {
-	c.mu.Lock()
-	c.closed = true
-	if c.idle.L == nil {
-		c.idle.L = &c.mu
-	}
-	for len(c.queue) > 0 {
-		c.idle.Wait()
-	}
-	c.mu.Unlock()
-}
-
 // Write applies the batch atomically. The batch's slices must stay untouched
 // until Write returns.
 func (d *DB) Write(b *Batch, wo *WriteOptions) error {
@@ -210,147 +156,16 @@ func (d *DB) write(b *batch.Batch, wo *WriteOptions) error {
 	if wo != nil {
 		w.sync, w.disableWAL = wo.Sync, wo.DisableWAL
 	}
-	err := d.runInPipeline(w)
+	err := d.commitWrite(w)
 	writerPool.Put(w)
 	return err
 }
 
-// runInPipeline queues w and returns when its group has committed.
-func (d *DB) runInPipeline(w *writer) error {
-	c := &d.commit
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return errors.Wrap(ErrClosed, "strata: database is closed")
-	}
-	w.cond.L = &c.mu
-	c.queue = append(c.queue, w)
-	for !w.done && c.queue[0] != w {
-		w.cond.Wait()
-	}
-	if w.done {
-		err := w.err
-		c.mu.Unlock()
-		return err
-	}
-	// w leads a group.
-	group, groupBatch := c.formGroupLocked()
-	c.mu.Unlock()
-
-	var err error
-	if w.flush {
-		err = d.rotateForFlush(w)
-	} else if w.ingest != nil {
-		err = w.ingest()
-	} else {
-		err = d.commitGroup(group, groupBatch)
-	}
-
-	c.mu.Lock()
-	for _, g := range group {
-		g.err = err
-		g.done = true
-		if g != w {
-			g.cond.Signal()
-		}
-	}
-	// Move the waiting writers to the front rather than reslicing past the
-	// group: the backing array is then reused for good instead of being
-	// outgrown (and reallocated) every few groups.
-	n := copy(c.queue, c.queue[len(group):])
-	clear(c.queue[n:])
-	c.queue = c.queue[:n]
-	if len(c.queue) > 0 {
-		c.queue[0].cond.Signal()
-	} else if c.idle.L != nil {
-		c.idle.Broadcast()
-	}
-	c.mu.Unlock()
-	return err
-}
-
-// formGroupLocked takes the leader and the writers behind it that can share
-// its WAL record. It returns the group and the batch holding all of it.
-// c.mu must be held.
-func (c *commitPipeline) formGroupLocked() ([]*writer, *batch.Batch) {
-	lead := c.queue[0]
-	if lead.flush || lead.ingest != nil {
-		return c.queue[:1:1], nil
-	}
-	n := 1
-	size := lead.b.Len()
-	for n < len(c.queue) {
-		w := c.queue[n]
-		if w.flush || w.ingest != nil || w.disableWAL != lead.disableWAL || size+w.b.Len() > maxGroupBytes {
-			break
-		}
-		size += w.b.Len()
-		n++
-	}
-	group := c.queue[:n:n]
-	if n == 1 {
-		return group, lead.b
-	}
-	c.scratch.Reset()
-	for _, w := range group {
-		// Counts stay far below 2^32 within maxGroupBytes.
-		_ = batch.Append(&c.scratch, w.b)
-	}
-	return group, &c.scratch
-}
-
-// commitGroup writes one group: WAL, memtable, publish. Only the leader runs
-// it, so at most one runs at a time.
-func (d *DB) commitGroup(group []*writer, b *batch.Batch) error {
-	syncWAL := false
-	for _, w := range group {
-		syncWAL = syncWAL || w.sync
-	}
-	d.mu.Lock()
-	err := d.makeRoomForWriteLocked(b)
-	d.evStallEndLocked()
-	if err != nil {
-		d.mu.Unlock()
-		return err
-	}
-	seq := base.SeqNum(d.visibleSeq.Load()) + 1
-	b.SetSeq(seq)
-	mem := d.mu.mem
-	logW, logF, logNum := d.mu.log.writer, d.mu.log.file, d.mu.log.num
-	d.mu.Unlock()
-
-	if !group[0].disableWAL {
-		_, err := logW.WriteRecord(b.Data())
-		if err == nil {
-			err = logW.Flush()
-		}
-		if err == nil && syncWAL {
-			err = logF.Sync()
-			d.stats.walSyncs.Add(1)
-		}
-		d.stats.walBytes.Add(uint64(b.Len()))
-		if err != nil {
-			err = errors.Wrapf(err, "strata: writing WAL %06d.log", logNum)
-			d.setBackgroundError(err)
-			return err
-		}
-	}
-	last, err := applyBatch(mem.MemTable, b, seq)
-	if err != nil {
-		// The memtable was sized for the batch: a failure here is a bug.
-		d.setBackgroundError(err)
-		return err
-	}
-	d.visibleSeq.Store(uint64(last))
-	d.stats.writes.Add(uint64(len(group)))
-	d.stats.keysWritten.Add(uint64(b.Count()))
-	d.stats.bytesWritten.Add(uint64(b.Len()))
-	return nil
-}
-
 // applyBatch inserts the records of b, numbered from seq, into mem and
 // returns the last sequence number used.
-func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum) (base.SeqNum, error) {
+// With concurrent, points go in through AddConcurrent (b must then hold no
+// range deletion).
+func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum, concurrent bool) (base.SeqNum, error) {
 	r, err := batch.NewReader(b.Data())
 	if err != nil {
 		return 0, err
@@ -371,7 +186,11 @@ func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum) (base.S
 				}
 			}
 		default:
-			if err := mem.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
+			add := mem.Add
+			if concurrent {
+				add = mem.AddConcurrent
+			}
+			if err := add(base.MakeInternalKey(key, seq, kind), value); err != nil {
 				return 0, errors.Wrapf(err, "strata: memtable insert of %q", key)
 			}
 		}
@@ -425,6 +244,13 @@ func (d *DB) makeRoomForWriteLocked(b *batch.Batch) error {
 			continue
 		case d.mu.mem.fits(need):
 			return nil
+		case d.commit.unpublished.Load() > 0:
+			// The memtable is replaced only with no write inserting into
+			// it or waiting to be published (see commitPipeline).
+			d.mu.Unlock()
+			d.commit.waitDrainedLocked()
+			d.mu.Lock()
+			continue
 		case len(d.mu.imm) >= d.opts.MaxWriteBufferNumber-1:
 			// Every memtable is full: wait for a flush.
 			d.evStallBeginLocked("memtables full")
@@ -452,7 +278,8 @@ func (d *DB) stallLocked() {
 	d.stats.stalls.Add(1)
 }
 
-// fits reports whether need more arena bytes fit in the memtable's arena.
+// fits reports whether need more arena bytes fit in the memtable's arena,
+// beside the room reserved by concurrent inserts in progress.
 func (m *memTable) fits(need int) bool {
-	return m.ApproximateMemoryUsage()+need <= m.size
+	return m.ApproximateMemoryUsage()+int(m.reserved.Load())+need <= m.size
 }

@@ -2,6 +2,9 @@ package db_test
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
 	"testing"
 
 	"github.com/stratadb/strata/db"
@@ -80,5 +83,54 @@ func TestPutDoesNotAllocate(t *testing.T) {
 		}
 		require.Zero(t, testing.AllocsPerRun(500, put), "syscalls=%v", syscalls)
 		require.NoError(t, d.Close())
+	}
+}
+
+// BenchmarkPutConcurrent is fillrandom with -threads: 1, 2 and 4 goroutines
+// share b.N random Puts (16-byte keys, 100-byte values, WAL on), so that
+// writers meet in the commit pipeline and insert into the memtable side by
+// side. Run it with -cpu to set the cores.
+func BenchmarkPutConcurrent(b *testing.B) {
+	for _, goroutines := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+			o := &db.Options{CreateIfMissing: true}
+			if os.Getenv("STRATA_BENCH_BIG_MEMTABLE") != "" {
+				o.WriteBufferSize = 1 << 30
+			}
+			d, err := db.Open(b.TempDir(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			b.SetBytes(16 + 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			errs := make(chan error, goroutines)
+			for g := 0; g < goroutines; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					key := make([]byte, 16)
+					val := make([]byte, 100)
+					x := uint64(g + 1)
+					for i := g; i < b.N; i += goroutines {
+						x ^= x << 13
+						x ^= x >> 7
+						x ^= x << 17
+						binary.BigEndian.PutUint64(key[8:], x)
+						if err := d.Put(key, val, nil); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+		})
 	}
 }

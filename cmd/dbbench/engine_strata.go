@@ -31,6 +31,7 @@ func dbOptions(c *config) *db.Options {
 		BloomBitsPerKey:                  max(c.bloomBits, 0),
 		DisableAutoCompactions:           c.disableAutoCompactions,
 		DisableReadTriggeredCompactions:  c.noReadCompactions,
+		DisableConcurrentMemtableWrites:  !c.concurrentMemWrite,
 		BlockCacheSize:                   max(c.cacheSize, 0),
 		MaxOpenFiles:                     max(c.openFiles, 0),
 		BlockSize:                        c.blockSize,

@@ -28,6 +28,7 @@ func TestParseFlags_Defaults(t *testing.T) {
 	require.Equal(t, int64(1), c.batchSize)
 	require.Equal(t, 1, c.threads)
 	require.True(t, c.fifoAllowCompaction)
+	require.True(t, c.concurrentMemWrite)
 	require.Equal(t, "report.csv", c.reportFile)
 	require.Equal(t, "", c.db)
 	require.NotEmpty(t, c.benchmarks)
@@ -52,7 +53,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-disable_auto_compactions", "-histogram", "-statistics",
 		"-progress_reports=false", "-ops_between_duration_checks=10",
 		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg",
-		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30")
+		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30",
+		"-allow_concurrent_memtable_write=false")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,

@@ -75,9 +75,16 @@ var ErrUnsupportedRecord = errors.New("strata: batch: unsupported record kind")
 // the batch.
 //
 // A Batch is not safe for concurrent use.
+//
+// rangeDels is true when data holds a range deletion (it is false for a
+// batch without one).
 type Batch struct {
-	data []byte
+	data      []byte
+	rangeDels bool
 }
+
+// HasRangeDeletion reports whether the batch holds a range deletion.
+func (b *Batch) HasRangeDeletion() bool { return b.rangeDels }
 
 func (b *Batch) init() {
 	if len(b.data) < HeaderLen {
@@ -112,6 +119,7 @@ func (b *Batch) PutLogData(blob []byte) {
 func (b *Batch) add(tag byte, key, value []byte, hasValue bool) {
 	b.init()
 	b.data = append(b.data, tag)
+	b.rangeDels = b.rangeDels || tag == tagRangeDelete
 	b.data = appendVarstring(b.data, key)
 	if hasValue {
 		b.data = appendVarstring(b.data, value)
@@ -155,7 +163,7 @@ func (b *Batch) Empty() bool { return len(b.data) <= HeaderLen }
 func (b *Batch) Len() int { return len(b.data) }
 
 // Reset empties the batch, keeping its buffer.
-func (b *Batch) Reset() { b.data = b.data[:0] }
+func (b *Batch) Reset() { b.data, b.rangeDels = b.data[:0], false }
 
 // Data returns the encoded batch. It aliases the batch: it is valid until
 // the next change to the batch. A fresh batch returns a 12-byte header.
@@ -168,26 +176,36 @@ func (b *Batch) Data() []byte {
 // checking that it is well formed: a header, records that decode, and a
 // count that matches them. On error the batch is unchanged.
 func (b *Batch) SetData(data []byte) error {
-	if err := Validate(data); err != nil {
+	rangeDels, err := validate(data)
+	if err != nil {
 		return err
 	}
-	b.data = data
+	b.data, b.rangeDels = data, rangeDels
 	return nil
 }
 
 // Validate checks that data is a well-formed batch.
 func Validate(data []byte) error {
+	_, err := validate(data)
+	return err
+}
+
+// validate is Validate; it also reports whether data holds a range
+// deletion.
+func validate(data []byte) (rangeDels bool, err error) {
 	r, err := NewReader(data)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for {
-		if _, _, _, err := r.Next(); err != nil {
+		kind, _, _, err := r.Next()
+		if err != nil {
 			if err == io.EOF {
-				return nil
+				return rangeDels, nil
 			}
-			return err
+			return false, err
 		}
+		rangeDels = rangeDels || kind == base.KindRangeDelete
 	}
 }
 
@@ -205,6 +223,7 @@ func Append(dst, src *Batch) error {
 	}
 	dst.init()
 	dst.data = append(dst.data, src.data[HeaderLen:]...)
+	dst.rangeDels = dst.rangeDels || src.rangeDels
 	dst.setCount(uint32(n))
 	return nil
 }

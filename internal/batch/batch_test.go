@@ -251,3 +251,25 @@ func BenchmarkBatch_PutAndRead(b *testing.B) {
 		}
 	}
 }
+
+// TestBatch_HasRangeDeletion: the flag follows the records through add,
+// Append, SetData and Reset.
+func TestBatch_HasRangeDeletion(t *testing.T) {
+	var a, b, c Batch
+	a.Put([]byte("k"), []byte("v"))
+	a.Delete([]byte("k"))
+	require.False(t, a.HasRangeDeletion())
+	b.DeleteRange([]byte("a"), []byte("b"))
+	require.True(t, b.HasRangeDeletion())
+	require.NoError(t, Append(&c, &a))
+	require.False(t, c.HasRangeDeletion())
+	require.NoError(t, Append(&c, &b))
+	require.True(t, c.HasRangeDeletion())
+	var d Batch
+	require.NoError(t, d.SetData(append([]byte(nil), c.Data()...)))
+	require.True(t, d.HasRangeDeletion())
+	require.NoError(t, d.SetData(append([]byte(nil), a.Data()...)))
+	require.False(t, d.HasRangeDeletion())
+	c.Reset()
+	require.False(t, c.HasRangeDeletion())
+}

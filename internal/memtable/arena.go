@@ -44,8 +44,11 @@ const arenaReserved = 8
 //     published, except the link words of nodes, which are only accessed
 //     through load32/store32. buf is reused only through ArenaPool, after
 //     every reader of its memtable is gone.
-//   - Only the single writer calls alloc; any goroutine may call used and
-//     read published bytes.
+//   - Allocation is by the single writer (alloc) or by concurrent
+//     inserters (allocConcurrent), never both at once; any goroutine may
+//     call used and read published bytes. used() never exceeds len(buf):
+//     an allocation that does not fit reserves nothing, so later ones
+//     that do fit still succeed and those that do not fail cleanly.
 //   - The base of buf is 8-byte aligned (page-aligned when mapped; backed
 //     by a []uint64 otherwise) and every allocation starts at a multiple
 //     of arenaAlign.
@@ -160,6 +163,28 @@ func (a *arena) alloc(size uint64) (off uint32, ok bool) {
 	}
 	a.n.Store(uint32(end))
 	return uint32(start), true
+}
+
+// allocConcurrent is alloc for inserters that allocate at the same time:
+// it reserves the bytes with a compare-and-swap of the high-water mark, so
+// a failed allocation leaves the arena as it was.
+func (a *arena) allocConcurrent(size uint64) (off uint32, ok bool) {
+	for {
+		n := a.n.Load()
+		start := (uint64(n) + arenaAlign - 1) &^ (arenaAlign - 1)
+		end := start + size
+		if end > uint64(len(a.buf)) {
+			return 0, false
+		}
+		if a.n.CompareAndSwap(n, uint32(end)) {
+			return uint32(start), true
+		}
+	}
+}
+
+// cas32 atomically replaces the link word at off by v if it holds old.
+func (a *arena) cas32(off, old, v uint32) bool {
+	return atomic.CompareAndSwapUint32((*uint32)(unsafe.Pointer(&a.buf[off])), old, v)
 }
 
 // load32 atomically loads the link word at off, which must be 4-byte

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
@@ -24,6 +25,10 @@ func newPrefaulted(size int) *MemTable {
 // outside the timer), as the db's write path does with the default write
 // buffer size. The keys are 16 bytes, like db_bench's.
 func benchInsert(b *testing.B, keys [][]byte) {
+	benchInsertWith(b, keys, (*MemTable).Add)
+}
+
+func benchInsertWith(b *testing.B, keys [][]byte, add func(*MemTable, base.InternalKey, []byte) error) {
 	value := make([]byte, 100)
 	m := newPrefaulted(64 << 20)
 	b.SetBytes(int64(len(keys[0]) + len(value)))
@@ -31,12 +36,12 @@ func benchInsert(b *testing.B, keys [][]byte) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		k := base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet)
-		err := m.Add(k, value)
+		err := add(m, k, value)
 		if err == ErrArenaFull {
 			b.StopTimer()
 			m = newPrefaulted(64 << 20)
 			b.StartTimer()
-			err = m.Add(k, value)
+			err = add(m, k, value)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -73,4 +78,37 @@ func BenchmarkInsertRandom(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	benchInsert(b, keys)
+}
+
+// BenchmarkInsertRandomConcurrentPath is BenchmarkInsertRandom through
+// AddConcurrent from one goroutine: what the concurrent path costs.
+func BenchmarkInsertRandomConcurrentPath(b *testing.B) {
+	keys := benchInsertKeys(1 << 20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	benchInsertWith(b, keys, (*MemTable).AddConcurrent)
+}
+
+// BenchmarkInsertConcurrentRandom is BenchmarkInsertRandom with AddConcurrent
+// from GOMAXPROCS goroutines (-cpu sets how many) into one memtable large
+// enough for every insert.
+func BenchmarkInsertConcurrentRandom(b *testing.B) {
+	keys := benchInsertKeys(1 << 20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	value := make([]byte, 100)
+	m := newPrefaulted(int(min(uint64(b.N)*(maxEntryBytes(16, 100)+8)+EmptySize, MaxArenaSize)))
+	var next atomic.Uint64
+	b.SetBytes(int64(len(keys[0]) + len(value)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			k := base.MakeInternalKey(keys[i%uint64(len(keys))], base.SeqNum(i), base.KindSet)
+			if err := m.AddConcurrent(k, value); err != nil {
+				panic(err) // b.Fatal may not run off the benchmark goroutine
+			}
+		}
+	})
 }

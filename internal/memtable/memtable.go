@@ -4,8 +4,11 @@
 //
 // # Concurrency
 //
-// Exactly one goroutine at a time may write (Add, AddRangeDel); the db's
-// commit pipeline serializes them. Any number of goroutines may read (Get,
+// Writers either take turns (Add, AddRangeDel: one goroutine at a time) or
+// run AddConcurrent from any number of goroutines at once; callers never mix
+// the two at the same time (the db's commit pipeline lets the writers of one
+// commit group call AddConcurrent together, and waits for all of them before
+// the next group). Any number of goroutines may read (Get,
 // iterators, Tombstones, the statistics) at the same time, without a lock and
 // while the writer runs. A reader sees every entry whose Add returned before
 // the read began, and may or may not see entries added concurrently.
@@ -88,7 +91,9 @@ func SizeFor(keyLen, valueLen int) int {
 //   - points holds point entries (any kind but KindRangeDelete), rangeDels
 //     holds range tombstones; each holds every internal key at most once.
 //   - The statistics (counts, sequence range, hasTombstones) are written
-//     only by the writer, after the entry is published, and read atomically.
+//     after the entry is published, and read atomically: by the single
+//     writer with plain stores, by concurrent writers with atomic adds and
+//     a compare-and-swap minimum and maximum of the sequence range.
 //   - smallestSeq is math.MaxUint64 and largestSeq 0 while nothing has been
 //     added.
 type MemTable struct {
@@ -188,6 +193,36 @@ func (m *MemTable) AddRangeDel(t base.Tombstone) error {
 	m.numRangeDels.Add(1)
 	m.noteSeq(t.Seq)
 	m.hasTombstones.Store(true)
+	return nil
+}
+
+// AddConcurrent is Add for writers that insert at the same time: any number
+// of goroutines may call it at once (and read meanwhile), but not while an
+// Add or AddRangeDel runs. Errors are as for Add; a duplicate internal key
+// that a racing AddConcurrent adds first is refused too, leaving its node's
+// bytes unused in the arena. Range tombstones have no concurrent path.
+func (m *MemTable) AddConcurrent(key base.InternalKey, value []byte) error {
+	if key.Kind() == base.KindRangeDelete {
+		return base.AssertionFailedf("memtable: AddConcurrent of a range deletion %s", key)
+	}
+	if int64(SizeFor(len(key.UserKey), len(value))) > MaxArenaSize {
+		return base.InvalidArgumentf("memtable entry of %d key and %d value bytes is too large", len(key.UserKey), len(value))
+	}
+	if m.writing.Load() {
+		return base.AssertionFailedf("memtable: AddConcurrent during Add")
+	}
+	if err := m.points.insertConcurrent(key.UserKey, key.Trailer, value); err != nil {
+		return m.wrapInsertError(err, key)
+	}
+	m.numEntries.Add(1)
+	if k := key.Kind(); k == base.KindDelete || k == base.KindSingleDelete {
+		m.numDeletes.Add(1)
+	}
+	seq := uint64(key.SeqNum())
+	for lo := m.smallestSeq.Load(); seq < lo && !m.smallestSeq.CompareAndSwap(lo, seq); lo = m.smallestSeq.Load() {
+	}
+	for hi := m.largestSeq.Load(); seq > hi && !m.largestSeq.CompareAndSwap(hi, seq); hi = m.largestSeq.Load() {
+	}
 	return nil
 }
 

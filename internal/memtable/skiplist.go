@@ -37,25 +37,37 @@ func nodeSize(height int, keyLen, valueLen uint64) uint64 {
 // Nodes are ordered by internal key: user key ascending, then trailer
 // descending.
 //
-// Thread safety: exactly one goroutine at a time may call insert (callers
-// serialize); any number of goroutines may search and walk the list at the
-// same time without a lock. A node is fully written before it is published
-// by an atomic store of its offset into its predecessor's next[0]; readers
-// load links atomically, so they see either the old or the new link and, in
-// the latter case, the whole node.
+// Thread safety: writers either take turns with insert (callers serialize
+// them: one goroutine at a time) or run insertConcurrent, any number at
+// once; the two never overlap (callers finish every concurrent insert
+// before the next insert, and the other way around). Any number of
+// goroutines may search and walk the list at the same time without a lock.
+// A node is fully written before it is published by an atomic store (insert)
+// or compare-and-swap (insertConcurrent) of its offset into its
+// predecessor's next[0]; readers load links atomically, so they see either
+// the old or the new link and, in the latter case, the whole node.
 //
-// Invariants:
+// Invariants (at every instant, under concurrent inserts too):
 //   - head and tail are sentinels of height maxHeight with empty keys; they
 //     are never compared. Every level runs from head to tail: head.next[i]
 //     is tail on levels no node reaches yet.
 //   - On every level, following next from head visits nodes in strictly
 //     increasing internal-key order; level i+1 is a subsequence of level i.
-//   - A node is linked at level 0 before any higher level, so a node
-//     reachable at some level is reachable at level 0.
+//     A link changes only from pred->succ to pred->nd->succ for a new nd
+//     between them, so a node once before another stays before it.
+//   - A node is linked at level 0 before any higher level, and at level i
+//     before level i+1, so a node reachable at some level is reachable at
+//     every level below it.
 //   - prev (level 0 only) points to a node that precedes the node; it may
-//     lag behind a concurrent insert, never ahead. Walking next[0] from
-//     prev(n) always reaches n.
-//   - height only grows; it is at least the height of every linked node.
+//     lag behind concurrent inserts, never ahead. Every store of n.prev
+//     names a node that was, at some instant, directly before n at level 0
+//     (a concurrent inserter stores its own node into its successor's
+//     prev after linking it; a late store may overwrite a newer node's,
+//     which only makes the link lag more). Walking next[0] from prev(n)
+//     always reaches n.
+//   - height only grows (a compare-and-swap maximum under concurrent
+//     inserts, raised before the new levels are linked); it is at least
+//     the height of every linked node.
 //   - Nodes are never removed or changed after publication, except their
 //     link words.
 type skiplist struct {
@@ -75,6 +87,13 @@ type skiplist struct {
 	hint splice
 	// useHint says whether findSplice starts from hint (see there).
 	useHint bool
+	// hintStale is set by insertConcurrent: nodes were linked that the hint
+	// did not see, so its pairs may no longer be adjacent and a search from
+	// it could link past them. insert resets the hint before using it.
+	// (A flag rather than a counter: the two kinds of insert never overlap,
+	// and an inserter only stores it when it reads false, so concurrent
+	// inserters do not contend on its cache line.)
+	hintStale atomic.Bool
 }
 
 // touchBelow loads the header of the node after pred one level down, the
@@ -120,6 +139,13 @@ func (s *skiplist) newNode(height int, key []byte, trailer uint64, value []byte)
 	if !ok {
 		return 0, false
 	}
+	s.fillNode(nd, height, key, trailer, value)
+	return nd, true
+}
+
+// fillNode writes the header, key and value of the node just allocated at
+// nd. Its links are zero (the arena is zero beyond its high-water mark).
+func (s *skiplist) fillNode(nd uint32, height int, key []byte, trailer uint64, value []byte) {
 	b := s.a.buf[nd:]
 	binary.LittleEndian.PutUint64(b[nodeTrailer:], trailer)
 	binary.LittleEndian.PutUint32(b[nodeKeyLen:], uint32(len(key)))
@@ -128,7 +154,6 @@ func (s *skiplist) newNode(height int, key []byte, trailer uint64, value []byte)
 	k := nodeTower + 4*height
 	copy(b[k:], key)
 	copy(b[k+len(key):], value)
-	return nd, true
 }
 
 func (s *skiplist) trailer(nd uint32) uint64 {
@@ -225,7 +250,20 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 			return
 		}
 	}
-	lowest := level // the lowest level known to bracket the key
+	lowest := s.searchBelow(ukey, trailer, sp, level, pred, bound)
+	// The hint saves the search of the levels from lowest up, and costs
+	// two comparisons on level 0 and a binary search over the levels.
+	s.useHint = lowest+2 < h
+}
+
+// searchBelow fills the pairs of sp for the levels below level, searching
+// each from pred and stopping at bound at the latest; pred must be before
+// the key (or head) and bound not before it (or tail), on level-1 and so on
+// every level below. It returns the lowest level from which the pairs sp
+// held already were the right ones (level when none was). It writes only
+// sp, so concurrent inserters may run it on splices of their own.
+func (s *skiplist) searchBelow(ukey []byte, trailer uint64, sp *splice, level int, pred, bound uint32) (lowest int) {
+	lowest = level
 	for level--; level >= 0; level-- {
 		// bound, the succ of the level above, is on this level too and not
 		// before the key: the walk stops there at the latest, without
@@ -243,9 +281,7 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 		sp.preds[level], sp.succs[level] = pred, succ
 		bound = succ
 	}
-	// The hint saves the search of the levels from lowest up, and costs
-	// two comparisons on level 0 and a binary search over the levels.
-	s.useHint = lowest+2 < h
+	return lowest
 }
 
 // bracket finds the lowest level whose pair in sp brackets the key (pred
@@ -305,6 +341,9 @@ func (s *skiplist) bracket(ukey []byte, trailer uint64, sp *splice, h int) (leve
 // the list is unchanged in both cases. Callers serialize insert.
 func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 	sp := &s.hint
+	if s.hintStale.Load() {
+		s.resetHint()
+	}
 	s.findSplice(key, trailer, sp)
 	if succ := sp.succs[0]; succ != s.tail && s.trailer(succ) == trailer && bytes.Equal(s.key(succ), key) {
 		return errDuplicate
@@ -337,6 +376,102 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 		}
 	}
 	return nil
+}
+
+// resetHint forgets the hint after concurrent inserts: head..tail on every
+// level is a valid splice whatever the list holds, and findSplice then
+// searches from the top.
+func (s *skiplist) resetHint() {
+	for i := range s.hint.preds {
+		s.hint.preds[i], s.hint.succs[i] = s.head, s.tail
+	}
+	s.useHint = false
+	s.hintStale.Store(false)
+}
+
+// insertConcurrent is insert for writers that run at the same time as one
+// another (and as readers, as always). It allocates with a compare-and-swap,
+// searches without the hint, and publishes each level with a
+// compare-and-swap on the predecessor's link, level 0 first; when another
+// inserter changed that link first, it searches that level again from the
+// same predecessor (still before the key: nodes are never removed) and
+// retries. It returns errDuplicate when the internal key is present, also
+// when a racing inserter adds it first (the node allocated for it then stays
+// unreachable in the arena), and errFull when the node does not fit; the list
+// is unchanged in both cases.
+func (s *skiplist) insertConcurrent(key []byte, trailer uint64, value []byte) error {
+	if !s.hintStale.Load() {
+		s.hintStale.Store(true)
+	}
+	var sp splice
+	listHeight := int(s.height.Load())
+	s.searchBelow(key, trailer, &sp, listHeight, s.head, s.tail)
+	if s.isKey(sp.succs[0], key, trailer) {
+		return errDuplicate
+	}
+	h := randomHeight()
+	nd, ok := s.a.allocConcurrent(nodeSize(h, uint64(len(key)), uint64(len(value))))
+	if !ok {
+		return errFull
+	}
+	s.fillNode(nd, h, key, trailer, value)
+	for {
+		cur := s.height.Load()
+		if uint32(h) <= cur || s.height.CompareAndSwap(cur, uint32(h)) {
+			break
+		}
+	}
+	// Levels at or above listHeight were head..tail when we read the
+	// height; if that changed, their compare-and-swap fails and they are
+	// searched again.
+	for i := listHeight; i < h; i++ {
+		sp.preds[i], sp.succs[i] = s.head, s.tail
+	}
+	for i := 0; i < h; i++ {
+		for {
+			pred, succ := sp.preds[i], sp.succs[i]
+			s.setNext(nd, i, succ)
+			if i == 0 {
+				s.a.store32(nd+nodePrev, pred)
+			}
+			if s.a.cas32(pred+nodeTower+4*uint32(i), succ, nd) {
+				break
+			}
+			pred, succ = s.findLevel(key, trailer, pred, i)
+			if i == 0 && s.isKey(succ, key, trailer) {
+				return errDuplicate
+			}
+			sp.preds[i], sp.succs[i] = pred, succ
+		}
+		if i == 0 {
+			// succ may since have got a newer node before it, whose
+			// inserter may store it after us or may already have: either
+			// way succ.prev names a node before succ.
+			s.a.store32(sp.succs[0]+nodePrev, nd)
+		}
+	}
+	if invariants.Enabled {
+		s.checkInsertConcurrent(nd, h)
+	}
+	return nil
+}
+
+// findLevel walks level from pred, which must sort before the key (or be
+// head), to the last node before (ukey, trailer); it returns that node and
+// the one after it.
+func (s *skiplist) findLevel(ukey []byte, trailer uint64, pred uint32, level int) (uint32, uint32) {
+	succ := s.next(pred, level)
+	for succ != s.tail && s.before(succ, ukey, trailer) {
+		pred = succ
+		succ = s.next(pred, level)
+	}
+	return pred, succ
+}
+
+// isKey reports whether nd, which may be tail, has the internal key
+// (ukey, trailer).
+func (s *skiplist) isKey(nd uint32, ukey []byte, trailer uint64) bool {
+	return nd != s.tail && s.trailer(nd) == trailer && bytes.Equal(s.key(nd), ukey)
 }
 
 // randomHeight draws a tower height: 1 with probability 3/4, 2 with 3/16,

@@ -1,0 +1,375 @@
+package db
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/batch"
+)
+
+// commitPipeline orders writes in three stages, as Pebble's commit pipeline
+// and RocksDB's allow_concurrent_memtable_write do:
+//
+//  1. Under mu, one writer at a time: make room in the memtable (rotating
+//     it, stalling), take the batch's sequence numbers and append its WAL
+//     record. This stage is short: with the mapped WAL the record is a copy.
+//  2. Insert the batch into the memtable. A writer that is alone (no writer
+//     found mu held for a while, and nobody is inserting) inserts while
+//     still holding mu, through the single-writer path and its insert hint;
+//     otherwise it releases mu first and inserts concurrently
+//     (memtable.AddConcurrent), so that writers on different cores insert
+//     at the same time. A synced
+//     write then syncs the WAL (syncWAL groups the fsyncs of concurrent
+//     writers).
+//  3. Publish: visibleSeq advances, in sequence order, past every write
+//     whose insert is done and whose predecessors are published. Write
+//     returns once its own sequence numbers are visible.
+//
+// Invariants:
+//   - Sequence numbers are assigned, and WAL records appended, in one order:
+//     the order of stage 1 under mu. lastSeq is the last number assigned.
+//   - visibleSeq never passes a sequence number whose insert is not done:
+//     pending holds, in sequence order, every write that took numbers and
+//     is not yet published; only its head can be published.
+//   - Single-writer inserts (memtable Add, AddRangeDel) run only under mu
+//     with inserting == 0, and concurrent ones (AddConcurrent) only while
+//     counted in inserting, whose count only grows under mu: the two never
+//     overlap.
+//   - The mutable memtable and the WAL are replaced (rotation, Flush) and
+//     ingestion takes its sequence number only under mu with the pipeline
+//     drained (unpublished == 0): no write is then inserting into the old
+//     memtable, syncing the old WAL, or waiting to be published, and
+//     visibleSeq == lastSeq.
+type commitPipeline struct {
+	// mu serializes stage 1, and Flush, Ingest and Close's drain.
+	mu sync.Mutex
+	// blocked is set by a writer that found mu held (see lock); the
+	// holder of mu moves it into contendedSeq.
+	blocked atomic.Bool
+	// contendedSeq is lastSeq when a writer last found mu held. Writers
+	// insert concurrently until aloneAfter sequence numbers pass without
+	// one (see commitWrite). Under mu.
+	contendedSeq base.SeqNum
+	closed       bool        // under mu
+	lastSeq      base.SeqNum // under mu
+	// walBytes is a running total of the bytes appended to the WALs (it
+	// grows under mu); syncWAL compares positions in it.
+	walBytes atomic.Uint64
+	// inserting counts writers in stage 2 with a concurrent insert.
+	inserting atomic.Int32
+	// unpublished counts the writers in pending. It grows under mu and
+	// pubMu, and shrinks under pubMu.
+	unpublished atomic.Int32
+
+	// pubMu guards pending, the writers' applied/published/waiting flags,
+	// and drainWaiting.
+	pubMu        sync.Mutex
+	pending      writerRing
+	drainWaiting bool
+	drained      sync.Cond // L = &pubMu; signalled when unpublished drops to 0
+
+	// syncMu makes one synced writer at a time sync the WAL; synced is the
+	// walBytes position every byte below which is durable.
+	syncMu sync.Mutex
+	synced uint64
+}
+
+// writer is one write in the pipeline.
+type writer struct {
+	b          *batch.Batch
+	sync       bool
+	disableWAL bool
+	// last is the last sequence number of the batch; walEnd its record's
+	// end as a walBytes position.
+	last   base.SeqNum
+	walEnd uint64
+
+	// Under commitPipeline.pubMu (published is also read without it):
+	applied   bool        // the insert is done
+	published atomic.Bool // visibleSeq has passed last
+	waiting   bool        // cond has (or is about to have) a waiter
+	cond      sync.Cond
+}
+
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
+
+// aloneAfter is how many sequence numbers must pass without a writer
+// finding mu held before writers insert one at a time again. Long enough
+// that writers on several goroutines, which meet at mu every few writes,
+// keep inserting concurrently; a single-threaded writer never meets one.
+const aloneAfter = 1 << 12
+
+// lock takes mu, noting when it had to wait for it.
+func (c *commitPipeline) lock() {
+	if c.mu.TryLock() {
+		return
+	}
+	if !c.blocked.Load() {
+		c.blocked.Store(true)
+	}
+	c.mu.Lock()
+}
+
+// concurrentLocked reports whether the writer holding mu should insert
+// concurrently: other writers met at mu recently, or some are inserting.
+func (c *commitPipeline) concurrentLocked() bool {
+	if c.blocked.Load() {
+		c.blocked.Store(false)
+		c.contendedSeq = c.lastSeq
+	}
+	return c.lastSeq-c.contendedSeq < aloneAfter || c.inserting.Load() > 0
+}
+
+// waitDrainedLocked waits until every write that took sequence numbers is
+// published (and so done inserting and syncing). c.mu must be held, so that
+// no write can start meanwhile.
+func (c *commitPipeline) waitDrainedLocked() {
+	if c.unpublished.Load() == 0 {
+		return
+	}
+	c.pubMu.Lock()
+	if c.drained.L == nil {
+		c.drained.L = &c.pubMu
+	}
+	for c.unpublished.Load() > 0 {
+		c.drainWaiting = true
+		c.drained.Wait()
+	}
+	c.pubMu.Unlock()
+}
+
+// drain refuses new writers and waits for the ones in the pipeline.
+func (c *commitPipeline) drain() {
+	c.lock()
+	c.closed = true
+	c.waitDrainedLocked()
+	c.mu.Unlock()
+}
+
+// exclusive runs fn under mu with the pipeline drained: no write is in it.
+// Flush and Ingest use it to rotate the memtable or take a sequence number.
+func (d *DB) exclusive(fn func() error) error {
+	c := &d.commit
+	c.lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.Wrap(ErrClosed, "strata: database is closed")
+	}
+	c.waitDrainedLocked()
+	err := fn()
+	// Ingestion publishes its sequence number itself.
+	c.lastSeq = base.SeqNum(d.visibleSeq.Load())
+	return err
+}
+
+// commitWrite runs a write through the pipeline and returns when it is
+// visible (or failed).
+func (d *DB) commitWrite(w *writer) error {
+	c := &d.commit
+	c.lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errors.Wrap(ErrClosed, "strata: database is closed")
+	}
+	b := w.b
+	rangeDels := b.HasRangeDeletion()
+	if rangeDels {
+		// Range tombstones have no concurrent insert path.
+		c.waitDrainedLocked()
+	}
+
+	// Stage 1.
+	d.mu.Lock()
+	err := d.makeRoomForWriteLocked(b)
+	d.evStallEndLocked()
+	if err != nil {
+		d.mu.Unlock()
+		c.mu.Unlock()
+		return err
+	}
+	mem := d.mu.mem
+	logW, logF, logNum := d.mu.log.writer, d.mu.log.file, d.mu.log.num
+	d.mu.Unlock()
+
+	seq := c.lastSeq + 1
+	b.SetSeq(seq)
+	if !w.disableWAL {
+		_, err := logW.WriteRecord(b.Data())
+		if err == nil {
+			err = logW.Flush()
+		}
+		if err != nil {
+			// No sequence number was taken: lastSeq is unchanged.
+			c.mu.Unlock()
+			err = errors.Wrapf(err, "strata: writing WAL %06d.log", logNum)
+			d.setBackgroundError(err)
+			return err
+		}
+		w.walEnd = c.walBytes.Add(uint64(b.Len()))
+		d.stats.walBytes.Add(uint64(b.Len()))
+	}
+	w.last = seq + base.SeqNum(b.Count()) - 1
+	c.lastSeq = w.last
+	d.stats.writes.Add(1)
+	d.stats.keysWritten.Add(uint64(b.Count()))
+	d.stats.bytesWritten.Add(uint64(b.Len()))
+
+	// Stage 2. Alone: insert under mu with the single-writer path.
+	alone := rangeDels || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked()
+	if alone && c.unpublished.Load() == 0 && !w.sync {
+		// Nothing is before this write and nothing can start until mu is
+		// released: publish directly.
+		// (A failed insert is a bug: the memtable was sized for the
+		// batch. Later writes fail on the background error; the numbers
+		// are published all the same, as on the queued path.)
+		_, err := applyBatch(mem.MemTable, b, seq, false)
+		d.visibleSeq.Store(uint64(w.last))
+		c.mu.Unlock()
+		if err != nil {
+			d.setBackgroundError(err)
+		}
+		return err
+	}
+	c.enqueue(w)
+	if alone {
+		_, err = applyBatch(mem.MemTable, b, seq, false)
+		c.mu.Unlock()
+	} else {
+		// Reserve the batch's room: the arena's usage lags behind
+		// concurrent inserts (fits counts reserved).
+		need := int64(arenaNeed(b))
+		mem.reserved.Add(need)
+		c.inserting.Add(1)
+		c.mu.Unlock()
+		_, err = applyBatch(mem.MemTable, b, seq, true)
+		c.inserting.Add(-1)
+		mem.reserved.Add(-need)
+	}
+	if err != nil {
+		d.setBackgroundError(err)
+	} else if w.sync {
+		err = d.syncWAL(logF, logNum, w.walEnd)
+	}
+	c.publish(d, w)
+	return err
+}
+
+// enqueue adds w, which just took the latest sequence numbers, to pending.
+// c.mu must be held.
+func (c *commitPipeline) enqueue(w *writer) {
+	c.pubMu.Lock()
+	if w.cond.L == nil {
+		w.cond.L = &c.pubMu
+	}
+	w.applied, w.waiting = false, false
+	w.published.Store(false)
+	c.pending.push(w)
+	c.unpublished.Add(1)
+	c.pubMu.Unlock()
+}
+
+// publish marks w's insert done, publishes every write at the head of
+// pending whose insert is done, and waits until w itself is published.
+func (c *commitPipeline) publish(d *DB, w *writer) {
+	c.pubMu.Lock()
+	w.applied = true
+	for c.pending.len() > 0 {
+		h := c.pending.front()
+		if !h.applied {
+			break
+		}
+		c.pending.pop()
+		d.visibleSeq.Store(uint64(h.last))
+		h.published.Store(true)
+		if h.waiting {
+			h.cond.Signal()
+		}
+		if c.unpublished.Add(-1) == 0 && c.drainWaiting {
+			c.drainWaiting = false
+			c.drained.Broadcast()
+		}
+	}
+	if w.published.Load() {
+		c.pubMu.Unlock()
+		return
+	}
+	c.pubMu.Unlock()
+	// The writes before w are inserting, most likely on other cores, for
+	// about as long as w took: poll for a while before sleeping, which
+	// costs a wake-up on both sides.
+	for i := 0; i < publishSpins; i++ {
+		runtime.Gosched()
+		if w.published.Load() {
+			return
+		}
+	}
+	c.pubMu.Lock()
+	for !w.published.Load() {
+		w.waiting = true
+		w.cond.Wait()
+	}
+	c.pubMu.Unlock()
+}
+
+// publishSpins bounds the polls of publish before it sleeps.
+const publishSpins = 50
+
+// syncWAL makes the WAL durable up to the walBytes position end. Concurrent
+// synced writers share fsyncs: the one that syncs covers every record
+// appended before it started, and the others find themselves covered. The
+// WAL cannot be replaced meanwhile (the caller is unpublished), so every
+// position up to walBytes lies in f or in WALs synced when they were
+// replaced.
+func (d *DB) syncWAL(f interface{ Sync() error }, logNum uint64, end uint64) error {
+	c := &d.commit
+	c.syncMu.Lock()
+	if c.synced >= end {
+		c.syncMu.Unlock()
+		return nil
+	}
+	target := c.walBytes.Load()
+	err := f.Sync()
+	if err == nil {
+		c.synced = target
+		d.stats.walSyncs.Add(1)
+	}
+	c.syncMu.Unlock()
+	if err != nil {
+		err = errors.Wrapf(err, "strata: syncing WAL %06d.log", logNum)
+		d.setBackgroundError(err)
+	}
+	return err
+}
+
+// writerRing is a FIFO of writers in a power-of-two ring that grows when
+// full (its size settles at the most writers ever in flight at once).
+type writerRing struct {
+	buf        []*writer
+	head, size int
+}
+
+func (r *writerRing) len() int { return r.size }
+
+func (r *writerRing) front() *writer { return r.buf[r.head] }
+
+func (r *writerRing) push(w *writer) {
+	if r.size == len(r.buf) {
+		n := max(2*len(r.buf), 8)
+		buf := make([]*writer, n)
+		for i := 0; i < r.size; i++ {
+			buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+		}
+		r.buf, r.head = buf, 0
+	}
+	r.buf[(r.head+r.size)&(len(r.buf)-1)] = w
+	r.size++
+}
+
+func (r *writerRing) pop() {
+	r.buf[r.head] = nil
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.size--
+}
