@@ -181,18 +181,22 @@ func (d *DB) commitWrite(w *writer) error {
 		c.waitDrainedLocked()
 	}
 
-	// Stage 1.
-	d.mu.Lock()
-	err := d.makeRoomForWriteLocked(b)
-	d.evStallEndLocked()
-	if err != nil {
+	// Stage 1. With no stall and no background error, and room in the
+	// memtable, the write needs nothing guarded by d.mu: the memtable and
+	// the WAL are replaced only under c.mu, which this writer holds.
+	var err error
+	if !d.roomFree.Load() || !d.mu.mem.fits(arenaNeed(b)) {
+		d.mu.Lock()
+		err = d.makeRoomForWriteLocked(b)
+		d.evStallEndLocked()
 		d.mu.Unlock()
-		c.mu.Unlock()
-		return err
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
 	}
 	mem := d.mu.mem
 	logW, logF, logNum := d.mu.log.writer, d.mu.log.file, d.mu.log.num
-	d.mu.Unlock()
 
 	seq := c.lastSeq + 1
 	b.SetSeq(seq)

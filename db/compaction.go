@@ -335,9 +335,8 @@ func (d *DB) runCompactionLocked(c *compaction) error {
 			break
 		}
 	}
-	if err != nil && !errors.Is(err, errCompactionAborted) && d.mu.bgErr == nil {
-		d.mu.bgErr = err
-		d.evBackgroundError(err)
+	if err != nil && !errors.Is(err, errCompactionAborted) {
+		d.setBgErrLocked(err)
 	}
 	if err == nil {
 		d.stats.compactions.Add(1)

@@ -43,6 +43,15 @@ type DB struct {
 
 	closed atomic.Bool
 
+	// roomFree says that a write whose batch fits in the memtable needs no
+	// look at the stall conditions and the background error: there is no
+	// background error and writes are not being slowed down (a stop only
+	// holds writes that need a new memtable, see makeRoomForWriteLocked).
+	// It is recomputed under mu whenever one of them may change
+	// (refreshRoomFreeLocked); a write that finds it set and its batch
+	// fitting skips mu (see commitWrite).
+	roomFree atomic.Bool
+
 	// visibleSeq is the last sequence number whose write is visible to
 	// readers: every write with a smaller or equal sequence number has been
 	// applied to the memtable. Readers read at visibleSeq+1.
@@ -105,7 +114,8 @@ type DB struct {
 		cond     sync.Cond
 		versions *version.VersionSet
 		// mem is the mutable memtable; imm are the immutable ones waiting
-		// for flush, oldest first.
+		// for flush, oldest first. mem and log are replaced with
+		// commit.mu held too, so its holder may read them without mu.
 		mem *memTable
 		imm []*memTable
 		// memNextSize is the arena size of the next memtable the write path
@@ -119,7 +129,7 @@ type DB struct {
 		}
 		snapshots snapshotList
 		// bgErr, once set, stops all writes: the DB is read-only until
-		// reopened.
+		// reopened. It is set only through setBgErrLocked.
 		bgErr error
 		// flushing: a flush is running (one at a time). The compaction
 		// state guarded by mu is in DB.comp.
@@ -252,6 +262,8 @@ func (d *DB) updateReadStateLocked() {
 		m.refs.Add(1)
 	}
 	d.publishReadState(rs)
+	// A new version may change the stall conditions.
+	d.refreshRoomFreeLocked()
 	// A cached iterator state of the old view would pin its memtables and
 	// files until the next NewIterator.
 	if st := d.iterCache.Swap(nil); st != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/vfs"
@@ -239,5 +240,32 @@ func TestEventListenerWriteStall(t *testing.T) {
 	close(fs.release)
 	<-ended
 	require.NoError(t, <-done)
+	require.NoError(t, d.Close())
+}
+
+// TestWriteSlowdownAfterSetOptions: with automatic compactions disabled,
+// L0 at the slowdown trigger slows nothing; enabling them by SetOptions
+// makes the next write, which fits in the memtable, wait its millisecond
+// while the L0 compaction (blocked here) runs. (Writes that fit skip DB.mu
+// while no slowdown is known: SetOptions must make them look again.)
+func TestWriteSlowdownAfterSetOptions(t *testing.T) {
+	fs := &blockingFS{FS: vfs.Default, blocked: make(chan struct{}), release: make(chan struct{})}
+	d, err := db.Open(t.TempDir(), &db.Options{CreateIfMissing: true, FS: fs,
+		DisableAutoCompactions: true, Level0FileNumCompactionTrigger: 2,
+		Level0SlowdownWritesTrigger: 2, Level0StopWritesTrigger: 100})
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		require.NoError(t, d.Put([]byte(fmt.Sprintf("k%d", i)), []byte("v"), nil))
+		require.NoError(t, d.Flush())
+	}
+	stalled := func() time.Duration { return d.Metrics().WriteStall.Duration }
+	require.NoError(t, d.Put([]byte("a"), []byte("v"), nil))
+	require.Zero(t, stalled(), "no slowdown while compactions are disabled")
+	fs.armed.Store(true)
+	require.NoError(t, d.SetOptions(map[string]string{"disable_auto_compactions": "false"}))
+	<-fs.blocked // the L0 compaction waits to create its output
+	require.NoError(t, d.Put([]byte("b"), []byte("v"), nil))
+	require.Equal(t, time.Millisecond, stalled(), "the write after SetOptions was not slowed down")
+	close(fs.release)
 	require.NoError(t, d.Close())
 }

@@ -143,8 +143,7 @@ func (d *DB) maybeScheduleFlushLocked() {
 		defer d.mu.Unlock()
 		for len(d.mu.imm) > 0 && d.mu.bgErr == nil {
 			if err := d.flushOldestLocked(); err != nil {
-				d.mu.bgErr = err
-				d.evBackgroundError(err)
+				d.setBgErrLocked(err)
 			}
 		}
 		d.mu.flushing = false

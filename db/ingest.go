@@ -364,10 +364,7 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 			f.linked = false
 		}
 		err = errors.Wrap(err, "strata: recording ingestion in MANIFEST")
-		if d.mu.bgErr == nil {
-			d.mu.bgErr = err
-			d.evBackgroundError(err)
-		}
+		d.setBgErrLocked(err)
 		return err
 	}
 	// The new read view holds the files before the sequence number that

@@ -148,6 +148,7 @@ func (d *DB) restoreMutableOptions(s mutableOptionsState) {
 // automatic compactions are enabled, say).
 func (d *DB) rescheduleAfterOptions() {
 	d.mu.Lock()
+	d.refreshRoomFreeLocked() // the stall triggers may have changed
 	d.maybeScheduleCompactionLocked()
 	d.mu.cond.Broadcast()
 	d.mu.Unlock()

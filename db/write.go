@@ -203,12 +203,24 @@ func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum, concurr
 // unsafe. Reads keep working.
 func (d *DB) setBackgroundError(err error) {
 	d.mu.Lock()
-	if d.mu.bgErr == nil {
-		d.mu.bgErr = err
-		d.evBackgroundError(err)
-	}
+	d.setBgErrLocked(err)
 	d.mu.cond.Broadcast()
 	d.mu.Unlock()
+}
+
+// setBgErrLocked records err as the background error unless one is set.
+// d.mu must be held.
+func (d *DB) setBgErrLocked(err error) {
+	if d.mu.bgErr == nil {
+		d.mu.bgErr = err
+		d.roomFree.Store(false)
+		d.evBackgroundError(err)
+	}
+}
+
+// refreshRoomFreeLocked recomputes roomFree. d.mu must be held.
+func (d *DB) refreshRoomFreeLocked() {
+	d.roomFree.Store(d.mu.bgErr == nil && d.writeStallLocked() != stallSlowdown)
 }
 
 // arenaNeed estimates the arena bytes a batch takes in a memtable.
