@@ -283,8 +283,12 @@ func (c *commitPipeline) publish(d *DB, w *writer) {
 		}
 		c.pending.pop()
 		d.visibleSeq.Store(uint64(h.last))
+		// Read waiting before publishing h: once published, a writer
+		// polling without pubMu may return and reuse h (writerPool). A
+		// waiting one cannot: it needs pubMu to leave cond.Wait.
+		waiting := h.waiting
 		h.published.Store(true)
-		if h.waiting {
+		if waiting {
 			h.cond.Signal()
 		}
 		if c.unpublished.Add(-1) == 0 && c.drainWaiting {
