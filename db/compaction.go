@@ -134,8 +134,7 @@ func (d *DB) pickerOptions() version.PickerOptions {
 		mult = math.Float64frombits(b)
 	}
 	return version.PickerOptions{L0Trigger: d.l0Trigger(), BaseBytes: base, Multiplier: mult,
-		Dynamic:               d.opts.LevelCompactionDynamicLevelBytes,
-		MaxGrandparentOverlap: 10 * d.targetFileSize()}
+		Dynamic: d.opts.LevelCompactionDynamicLevelBytes}
 }
 
 // maxCompactions is the number of compactions that may run at once: the
