@@ -19,10 +19,12 @@ import (
 //
 // Concurrency: a compaction is picked and its input files marked
 // Compacting under d.mu; the files are merged without the lock; the result
-// is installed with LogAndApply under d.mu. Two compactions never share an
-// input file, and a compaction is not picked when its range intersects the
-// range of an in-flight compaction writing into the same output level, so
-// concurrent compactions produce non-overlapping files.
+// is installed with LogAndApply, which holds d.mu except while it writes and
+// syncs the MANIFEST (edits are still applied one at a time, in order). Two
+// compactions never share an input file, and a compaction is not picked
+// when its range intersects the range of an in-flight compaction writing
+// into the same output level, so concurrent compactions produce
+// non-overlapping files.
 
 // compactionState is all of DB's compaction scheduling state, grouped by
 // what guards it. (The Compacting flag of each input file, in
@@ -132,8 +134,7 @@ func (d *DB) pickerOptions() version.PickerOptions {
 		mult = math.Float64frombits(b)
 	}
 	return version.PickerOptions{L0Trigger: d.l0Trigger(), BaseBytes: base, Multiplier: mult,
-		Dynamic:               d.opts.LevelCompactionDynamicLevelBytes,
-		MaxGrandparentOverlap: 10 * d.targetFileSize()}
+		Dynamic: d.opts.LevelCompactionDynamicLevelBytes}
 }
 
 // maxCompactions is the number of compactions that may run at once: the

@@ -171,7 +171,9 @@ func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) e
 			return err
 		}
 		o.lower = append([]byte(nil), k.UserKey...)
-	} else if newKey && o.c.pick.OutputLevel > 0 {
+	} else if newKey && o.w == nil && o.c.pick.OutputLevel > 0 {
+		// shouldSplit, which advances past ukey, runs only with an
+		// output open: the first key advances here.
 		o.advanceGrandparents(k.UserKey)
 	}
 	if o.w == nil {

@@ -348,6 +348,16 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	if d.mu.closing {
 		return errors.Wrap(ErrClosed, "strata: database closed during Ingest")
 	}
+	// The levels are chosen from the Version the edit will apply to: wait
+	// out a MANIFEST write in progress (it releases d.mu), then keep d.mu
+	// until LogAndApply takes the writer role.
+	d.mu.versions.WaitForWriter()
+	if d.mu.closing {
+		return errors.Wrap(ErrClosed, "strata: database closed during Ingest")
+	}
+	if d.mu.bgErr != nil {
+		return d.mu.bgErr
+	}
 	seq := base.SeqNum(d.visibleSeq.Load()) + 1
 	v := d.mu.versions.Current()
 	ve := &version.Edit{LastSequence: seq, HasLastSequence: true}

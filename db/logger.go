@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"github.com/stratadb/strata/internal/optionsfile"
 	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,6 +94,7 @@ func (d *DB) startInfoLogFile() error {
 	if err != nil {
 		return errors.Wrapf(err, "strata: creating %s", name)
 	}
+	d.pruneOldInfoLogs()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, err := f.Write(w.buf.Bytes()); err != nil {
@@ -100,6 +104,41 @@ func (d *DB) startInfoLogFile() error {
 	w.buf = bytes.Buffer{}
 	w.f = f
 	return nil
+}
+
+// pruneOldInfoLogs deletes the oldest LOG.old.<timestamp> files so that at
+// most KeepLogFileNum info logs remain, LOG included, as RocksDB does with
+// keep_log_file_num. Failures are not errors: the next Open tries again.
+func (d *DB) pruneOldInfoLogs() {
+	names, err := d.fs.List(d.dirname)
+	if err != nil {
+		return
+	}
+	prefix := base.MakeFilename(base.FileKindInfoLog, 0) + ".old."
+	type old struct {
+		name string
+		ts   uint64
+	}
+	var olds []old
+	for _, n := range names {
+		rest, ok := strings.CutPrefix(n, prefix)
+		if !ok {
+			continue
+		}
+		ts, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil {
+			continue // not a name Strata or RocksDB writes: leave it
+		}
+		olds = append(olds, old{n, ts})
+	}
+	keep := d.opts.KeepLogFileNum - 1
+	if len(olds) <= keep {
+		return
+	}
+	sort.Slice(olds, func(i, j int) bool { return olds[i].ts < olds[j].ts })
+	for _, o := range olds[:len(olds)-keep] {
+		_ = d.fs.Remove(d.path(o.name))
+	}
 }
 
 // closeInfoLog closes the LOG file, after the last record was delivered.

@@ -198,6 +198,8 @@ func (d *DB) open() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mu.versions = vs
+	// MANIFEST appends and their fsyncs run with d.mu released.
+	vs.SetMutex(&d.mu.Mutex)
 	if listing.maxNum > 0 {
 		vs.MarkFileNumUsed(listing.maxNum)
 	}

@@ -171,6 +171,12 @@ type Options struct {
 	// Logger receives the info log (see Logger). Default: a LOG file in
 	// the database directory (none when ReadOnly).
 	Logger Logger
+	// KeepLogFileNum bounds the info log files the default Logger keeps,
+	// the live LOG included (RocksDB's keep_log_file_num): when Open rotates
+	// LOG, it deletes the oldest LOG.old.<timestamp> files beyond
+	// KeepLogFileNum-1. It has no effect with Options.Logger set or when
+	// ReadOnly. Default: 1000.
+	KeepLogFileNum int
 	// FS is the file system. Default: the operating system's.
 	FS FS
 	// MergeOperator combines the operands written with DB.Merge (see
@@ -187,6 +193,7 @@ const (
 	defaultFIFOMaxSize          = 1 << 30
 	defaultBlockCacheSize       = 8 << 20
 	defaultMaxOpenFiles         = 10000
+	defaultKeepLogFileNum       = 1000
 	defaultBlockSize            = 4 << 10
 	defaultL0Trigger            = 4
 	defaultL0Slowdown           = 20
@@ -211,6 +218,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.FIFOMaxTableFilesSize, defaultFIFOMaxSize)
 	setDefault(&r.BlockCacheSize, defaultBlockCacheSize)
 	setDefault(&r.MaxOpenFiles, defaultMaxOpenFiles)
+	setDefault(&r.KeepLogFileNum, defaultKeepLogFileNum)
 	setDefault(&r.BlockSize, defaultBlockSize)
 	setDefault(&r.Level0FileNumCompactionTrigger, defaultL0Trigger)
 	setDefault(&r.Level0SlowdownWritesTrigger, defaultL0Slowdown)
@@ -297,6 +305,8 @@ func (o *Options) validate() error {
 		return bad("BlockCacheSize", o.BlockCacheSize, "must not be negative")
 	case o.MaxOpenFiles < 0:
 		return bad("MaxOpenFiles", o.MaxOpenFiles, "must not be negative")
+	case o.KeepLogFileNum < 0:
+		return bad("KeepLogFileNum", o.KeepLogFileNum, "must not be negative")
 	case o.BlockSize < 0:
 		return bad("BlockSize", o.BlockSize, "must not be negative")
 	case !o.WALRecoveryMode.valid():

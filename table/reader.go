@@ -462,15 +462,18 @@ func (r *Reader) mayContain(key []byte) bool {
 	return true
 }
 
-// Close closes the file, evicts the table's blocks from the cache and
-// frees the index and filter blocks the reader pinned. The caller closes
-// the Reader after its last use, iterators included: a read after Close may
-// fault.
+// Close closes the file and frees the index and filter blocks the reader
+// pinned. The caller closes the Reader after its last use, iterators
+// included: a read after Close may fault.
+//
+// The table's blocks stay in the block cache: their id is this reader's
+// alone, so no later reader looks them up, and they age out like any cold
+// block (as in RocksDB). Evicting them here cost a scan of the whole cache
+// per Close (about 2.5 ms on a full 1 GiB cache).
 func (r *Reader) Close() error {
 	if r.closed.Swap(true) {
 		return nil // closed already: the file and dictionary are not closed twice
 	}
-	r.opts.Cache.EvictFile(r.cacheID)
 	if r.dict != nil {
 		r.dict.Close()
 	}

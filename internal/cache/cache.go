@@ -299,9 +299,10 @@ func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 }
 
 // EvictFile drops every cached block of reader id. It scans every entry of
-// every shard, O(entries in the cache): it is meant for when a table is
-// deleted or its reader closed, not for hot paths. (Keeping a per-id list
-// would make it O(blocks of id) at the cost of two more links per entry.)
+// every shard, O(entries in the cache), holding each shard's lock in turn
+// (BenchmarkEvictFile: about 2.5 ms on a full 1 GiB cache), so table
+// readers do not call it on Close: ids are never reused, and a closed
+// reader's blocks age out through the LRU like any cold block.
 func (c *Cache) EvictFile(id uint64) {
 	if c == nil {
 		return

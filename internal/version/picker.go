@@ -20,9 +20,6 @@ type PickerOptions struct {
 	// Dynamic sizes the levels from the largest one up, as RocksDB's
 	// level_compaction_dynamic_level_bytes does (see LevelTargets).
 	Dynamic bool
-	// MaxGrandparentOverlap bounds the bytes of the level below the output
-	// that one output file (or a trivially moved file) may overlap.
-	MaxGrandparentOverlap uint64
 }
 
 // Pick is a compaction chosen by a picker: the files of StartLevel

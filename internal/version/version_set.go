@@ -37,6 +37,14 @@ func (o Options) withDefaults() Options {
 // own mutex. Only Version.Ref/Unref and LiveFileNums may run without it:
 // they use listMu, which guards the live list.
 //
+// After SetMutex, LogAndApply releases that mutex while it writes and syncs
+// the MANIFEST, so that writers and readers needing it are not held up by
+// the fsync. Edits stay serialized: one LogAndApply writes at a time (the
+// others wait for it, with the mutex released), and the Version an edit
+// produces is installed, under the mutex again, only once its record is
+// durable. Meanwhile Current is the previous Version and the counters may
+// advance (NextFileNum, MarkFileNumUsed, SetLastSeq).
+//
 // Invariants: current is in the live list and holds a reference owned by the
 // VersionSet; nextFileNum is above every file number in use (tables, logs,
 // manifests); when manifest is non-nil it is the open writer of
@@ -58,6 +66,13 @@ type VersionSet struct {
 	manifest        *record.Writer
 	scratch         []byte
 
+	// mu, when set (SetMutex), is the caller's mutex: LogAndApply releases
+	// it during MANIFEST I/O. writing (guarded by mu) is true while a
+	// LogAndApply runs; writerCond (on mu) is signalled when it ends.
+	mu         *sync.Mutex
+	writing    bool
+	writerCond sync.Cond
+
 	listMu sync.Mutex
 	// live is the sentinel of a circular list of the Versions with a
 	// reference. Guarded by listMu.
@@ -76,10 +91,29 @@ func Create(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	vs := newVersionSet(fs, dir, opts)
 	vs.install(&Version{})
 	num := vs.NextFileNum()
-	if err := vs.writeNewManifest(num, nil); err != nil {
+	if err := vs.writeNewManifest(num, vs.encodeSnapshot(), nil); err != nil {
 		return nil, err
 	}
+	vs.manifestNum = num
 	return vs, nil
+}
+
+// SetMutex names the mutex the caller holds around every call (see the
+// type's comment): from now on LogAndApply releases it while it writes the
+// MANIFEST. Call it once, before the VersionSet is shared.
+func (vs *VersionSet) SetMutex(mu *sync.Mutex) {
+	vs.mu = mu
+	vs.writerCond.L = mu
+}
+
+// WaitForWriter waits, releasing the caller's mutex, until no LogAndApply is
+// writing. A caller that then builds an edit from Current and calls
+// LogAndApply without releasing the mutex in between has its edit applied
+// to that very Version. Without SetMutex it returns at once.
+func (vs *VersionSet) WaitForWriter() {
+	for vs.writing {
+		vs.writerCond.Wait()
+	}
 }
 
 // install makes v current, giving the VersionSet's reference to it.
@@ -172,7 +206,10 @@ func (vs *VersionSet) Close() error {
 func (vs *VersionSet) path(name string) string { return filepath.Join(vs.dir, name) }
 
 // LogAndApply records e in the MANIFEST and installs the Version it
-// produces. The caller's mutex must be held.
+// produces. The caller's mutex must be held; after SetMutex it is released
+// while LogAndApply waits for another LogAndApply to finish and while the
+// record is written and synced (see the type's comment), and held again on
+// return.
 //
 // It fills the counters e lacks from the VersionSet (LogNumber,
 // PrevLogNumber, LastSequence) and always sets NextFileNumber, so e is
@@ -187,6 +224,14 @@ func (vs *VersionSet) path(name string) string { return filepath.Join(vs.dir, na
 // writes and must not delete the files e adds; the next LogAndApply starts a
 // new MANIFEST.
 func (vs *VersionSet) LogAndApply(e *Edit) error {
+	vs.WaitForWriter()
+	vs.writing = true
+	defer func() {
+		vs.writing = false
+		if vs.mu != nil {
+			vs.writerCond.Broadcast()
+		}
+	}()
 	if err := checkSupported(e); err != nil {
 		return err
 	}
@@ -213,20 +258,42 @@ func (vs *VersionSet) LogAndApply(e *Edit) error {
 	vs.fillCounters(e)
 	rotate := vs.manifest == nil || vs.manifest.Size() >= vs.opts.MaxManifestFileSize
 	var newNum uint64
+	var snap [][]byte
 	if rotate {
 		newNum = vs.NextFileNum()
 	}
 	e.NextFileNumber, e.HasNextFileNumber = vs.nextFileNum, true
-	vs.scratch = e.Encode(vs.scratch[:0])
 	if rotate {
-		err = vs.writeNewManifest(newNum, vs.scratch)
+		// The snapshot is taken under the mutex: it reads current and
+		// the counters.
+		snap = vs.encodeSnapshot()
+	}
+	vs.scratch = e.Encode(vs.scratch[:0])
+	// Only this LogAndApply touches the MANIFEST writer and scratch until
+	// it returns (writing is set), so the I/O runs without the mutex.
+	if vs.mu != nil {
+		vs.mu.Unlock()
+	}
+	if rotate {
+		err = vs.writeNewManifest(newNum, snap, vs.scratch)
 	} else {
 		err = vs.appendManifest(vs.scratch)
+	}
+	if vs.mu != nil {
+		vs.mu.Lock()
 	}
 	if err != nil {
 		return err
 	}
-	vs.logNum, vs.prevLogNum, vs.lastSeq = e.LogNumber, e.PrevLogNumber, e.LastSequence
+	if rotate {
+		vs.manifestNum = newNum
+	}
+	// No other edit ran meanwhile, so v still derives from current; only
+	// SetLastSeq may have moved lastSeq on.
+	vs.logNum, vs.prevLogNum = e.LogNumber, e.PrevLogNumber
+	if e.LastSequence > vs.lastSeq {
+		vs.lastSeq = e.LastSequence
+	}
 	if e.HasMinLogNumberToKeep && e.MinLogNumberToKeep > vs.minLogNumToKeep {
 		vs.minLogNumToKeep = e.MinLogNumberToKeep
 	}
@@ -286,11 +353,23 @@ func (vs *VersionSet) snapshotEdits() [2]Edit {
 	return s
 }
 
-// writeNewManifest writes MANIFEST-num holding a snapshot of the current
-// state followed by rec (if any), syncs it, and points CURRENT at it. On
-// success the old MANIFEST is closed and removed; on failure the new one is
-// removed and the old one stays as it was.
-func (vs *VersionSet) writeNewManifest(num uint64, rec []byte) (err error) {
+// encodeSnapshot returns the encoded records of snapshotEdits.
+func (vs *VersionSet) encodeSnapshot() [][]byte {
+	edits := vs.snapshotEdits()
+	recs := make([][]byte, len(edits))
+	for i := range edits {
+		recs[i] = edits[i].Encode(nil)
+	}
+	return recs
+}
+
+// writeNewManifest writes MANIFEST-num holding snap (the encoded snapshot of
+// the state, from encodeSnapshot) followed by rec (if any), syncs it, and
+// points CURRENT at it. On success the old MANIFEST is closed and removed;
+// on failure the new one is removed and the old one stays as it was. It
+// reads no state but the MANIFEST writer's, so it may run without the
+// caller's mutex while LogAndApply holds the writer role.
+func (vs *VersionSet) writeNewManifest(num uint64, snap [][]byte, rec []byte) (err error) {
 	name := base.MakeFilename(base.FileKindManifest, num)
 	f, err := vs.fs.Create(vs.path(name))
 	if err != nil {
@@ -305,10 +384,8 @@ func (vs *VersionSet) writeNewManifest(num uint64, rec []byte) (err error) {
 		}
 	}()
 	w := record.NewWriter(f, num)
-	var buf []byte
-	for _, e := range vs.snapshotEdits() {
-		buf = e.Encode(buf[:0])
-		if _, err := w.WriteRecord(buf); err != nil {
+	for _, r := range snap {
+		if _, err := w.WriteRecord(r); err != nil {
 			return err
 		}
 	}
@@ -337,7 +414,9 @@ func (vs *VersionSet) writeNewManifest(num uint64, rec []byte) (err error) {
 	}
 	oldNum, hadOld := vs.manifestNum, vs.manifestNum != 0
 	_ = vs.Close()
-	vs.manifestFile, vs.manifest, vs.manifestNum = f, w, num
+	// The caller sets manifestNum (under its mutex: ManifestFileNum reads
+	// it).
+	vs.manifestFile, vs.manifest = f, w
 	if hadOld && oldNum != num {
 		// Best effort: the db's obsolete-file sweep removes it otherwise.
 		_ = vs.fs.Remove(vs.path(base.MakeFilename(base.FileKindManifest, oldNum)))
