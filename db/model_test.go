@@ -96,6 +96,7 @@ func newModelRun(t *testing.T, seed int64, fsKind string) *modelRun {
 		FS:                             r.fs,
 	}
 	r.opts.LevelCompactionDynamicLevelBytes = rng.Intn(2) == 0
+	r.opts.DisableConcurrentMemtableWrites = rng.Intn(4) == 0
 	r.ext = r.opts.PrefixExtractor
 	d, err := db.Open(r.dir, &r.opts)
 	require.NoError(t, err)

@@ -29,6 +29,9 @@ type Config struct {
 	FIFO            bool
 	// DynamicLevelBytes sets Options.LevelCompactionDynamicLevelBytes.
 	DynamicLevelBytes bool
+	// DisableConcurrentMemtableWrites sets the option of that name:
+	// writers insert one at a time.
+	DisableConcurrentMemtableWrites bool
 	// MaxBytesForLevelBase sets Options.MaxBytesForLevelBase (0 = default).
 	MaxBytesForLevelBase int64
 	Sync                 bool

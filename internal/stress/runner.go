@@ -91,6 +91,7 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 
 		LevelCompactionDynamicLevelBytes: r.cfg.DynamicLevelBytes,
 		MaxBytesForLevelBase:             r.cfg.MaxBytesForLevelBase,
+		DisableConcurrentMemtableWrites:  r.cfg.DisableConcurrentMemtableWrites,
 	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction
