@@ -41,15 +41,28 @@ const (
 
 // Builder accumulates key hashes and writes one full filter block.
 //
-// Invariants: hashes holds one entry per run of equal consecutive key hashes
-// (64-bit XXH3-preview hashes for FastLocal, zero-extended 32-bit Hash32
-// values for Legacy), in insertion order. A Builder is not safe for
-// concurrent use.
+// Invariants: the chunks, in order, hold one entry per run of equal
+// consecutive key hashes (64-bit XXH3-preview hashes for FastLocal,
+// zero-extended 32-bit Hash32 values for Legacy), in insertion order; every
+// chunk has capacity chunkLen and all but the last are full; n is the
+// number of entries. A Builder is not safe for concurrent use.
 type Builder struct {
 	format     Format
 	bitsPerKey int // clamped to [1, maxBitsPerKey]
-	hashes     []uint64
+	chunks     []*[]uint64
+	n          int
 }
+
+// chunkLen is the number of hashes per chunk (256 KiB). A table's filter
+// keeps one hash per key (and per prefix) until it is finished; fixed
+// chunks, pooled across builders, hold exactly that many, where one
+// growing slice held up to twice as many and, while it grew, three times.
+const chunkLen = 1 << 15
+
+var chunkPool = sync.Pool{New: func() any {
+	c := make([]uint64, 0, chunkLen)
+	return &c
+}}
 
 // NewBuilder returns a Builder writing format at bitsPerKey bits per key.
 // bitsPerKey is clamped to [1, 100] (RocksDB clamps at 100 and writes no
@@ -64,29 +77,30 @@ func NewBuilder(bitsPerKey int, format Format) *Builder {
 	if format != Legacy {
 		format = FastLocal
 	}
-	b := &Builder{format: format, bitsPerKey: bitsPerKey}
-	if p, ok := hashPool.Get().(*[]uint64); ok {
-		b.hashes = (*p)[:0]
-	}
-	return b
+	return &Builder{format: format, bitsPerKey: bitsPerKey}
 }
 
-// hashPool holds the hash buffers of released Builders. A table's filter
-// keeps one hash per key (and per prefix): growing that buffer afresh for
-// every table written made the filter the largest allocator of a fill with
-// prefix filters, and its garbage the bulk of the Go heap's growth.
-var hashPool sync.Pool
-
-// Release hands the builder's hash buffer to the next NewBuilder. The
-// builder is empty afterwards; a filter Finish returned stays valid (it
-// does not alias the buffer).
+// Release hands the builder's hash chunks to later builders. The builder
+// is empty afterwards; a filter Finish returned stays valid (it does not
+// alias the chunks). A builder that is dropped without Release leaves its
+// chunks to the garbage collector.
 func (b *Builder) Release() {
-	if cap(b.hashes) == 0 {
-		return
+	for i, c := range b.chunks {
+		*c = (*c)[:0]
+		chunkPool.Put(c)
+		b.chunks[i] = nil
 	}
-	h := b.hashes[:0]
-	b.hashes = nil
-	hashPool.Put(&h)
+	b.chunks = b.chunks[:0]
+	b.n = 0
+}
+
+// each calls f for every hash, in insertion order.
+func (b *Builder) each(f func(h uint64)) {
+	for _, c := range b.chunks {
+		for _, h := range *c {
+			f(h)
+		}
+	}
 }
 
 // Format returns the format the builder writes.
@@ -102,26 +116,35 @@ func (b *Builder) AddKey(key []byte) {
 	} else {
 		h = HashKey(key)
 	}
-	if n := len(b.hashes); n > 0 && b.hashes[n-1] == h {
-		return
+	var last *[]uint64
+	if k := len(b.chunks); k > 0 {
+		last = b.chunks[k-1]
+		if (*last)[len(*last)-1] == h {
+			return
+		}
 	}
-	b.hashes = append(b.hashes, h)
+	if last == nil || len(*last) == chunkLen {
+		last = chunkPool.Get().(*[]uint64)
+		b.chunks = append(b.chunks, last)
+	}
+	*last = append(*last, h)
+	b.n++
 }
 
 // NumEntries returns the number of hashes added (after consecutive dedup).
-func (b *Builder) NumEntries() int { return len(b.hashes) }
+func (b *Builder) NumEntries() int { return b.n }
 
-// Reset forgets all added keys, keeping the allocated memory.
-func (b *Builder) Reset() { b.hashes = b.hashes[:0] }
+// Reset forgets all added keys; their chunks go back to the pool.
+func (b *Builder) Reset() { b.Release() }
 
 // Size returns the length in bytes that Finish will return for the keys
 // added so far, metadata included.
 func (b *Builder) Size() int {
 	if b.format == Legacy {
-		lines := legacyNumLines(len(b.hashes), b.bitsPerKey)
+		lines := legacyNumLines(b.n, b.bitsPerKey)
 		return int(lines)*lineBytes + metadataLen
 	}
-	return fastLocalLen(len(b.hashes), b.bitsPerKey*1000) + metadataLen
+	return fastLocalLen(b.n, b.bitsPerKey*1000) + metadataLen
 }
 
 // Finish returns a newly allocated filter block (bits and the 5 metadata
@@ -165,12 +188,12 @@ func chooseNumProbes(millibitsPerKey int) int {
 
 func (b *Builder) finishFastLocal() []byte {
 	millibits := b.bitsPerKey * 1000
-	n := fastLocalLen(len(b.hashes), millibits)
+	n := fastLocalLen(b.n, millibits)
 	probes := chooseNumProbes(millibits)
 	out := make([]byte, n+metadataLen)
 	if n > 0 {
 		lines := uint64(n / lineBytes)
-		for _, h := range b.hashes {
+		b.each(func(h uint64) {
 			line := (uint64(uint32(h)) * lines) >> 32
 			data := out[line*lineBytes : line*lineBytes+lineBytes]
 			h2 := uint32(h >> 32)
@@ -179,7 +202,7 @@ func (b *Builder) finishFastLocal() []byte {
 				data[bit>>3] |= 1 << (bit & 7)
 				h2 *= fastLocalProbe
 			}
-		}
+		})
 	}
 	out[n] = fastLocalMeta
 	out[n+1] = 0 // sub-implementation: FastLocalBloom
@@ -218,11 +241,11 @@ func legacyNumProbes(bitsPerKey int) int {
 }
 
 func (b *Builder) finishLegacy() []byte {
-	lines := legacyNumLines(len(b.hashes), b.bitsPerKey)
+	lines := legacyNumLines(b.n, b.bitsPerKey)
 	probes := legacyNumProbes(b.bitsPerKey)
 	n := int(lines) * lineBytes
 	out := make([]byte, n+metadataLen)
-	for _, h64 := range b.hashes {
+	b.each(func(h64 uint64) {
 		h := uint32(h64)
 		line := uint64(h%lines) * lineBytes
 		data := out[line : line+lineBytes]
@@ -232,7 +255,7 @@ func (b *Builder) finishLegacy() []byte {
 			data[bit>>3] |= 1 << (bit & 7)
 			h += delta
 		}
-	}
+	})
 	out[n] = byte(probes)
 	binary.LittleEndian.PutUint32(out[n+1:], lines)
 	return out

@@ -274,3 +274,34 @@ func BenchmarkMayContain(b *testing.B) {
 		}
 	})
 }
+
+// TestBuilder_Chunks: hashes span several chunks. Duplicates are dropped
+// across a chunk boundary too, every key matches, and a builder made after
+// Release, over the released chunks, writes the same filter for the same
+// keys as a fresh one (pooled chunks start empty).
+func TestBuilder_Chunks(t *testing.T) {
+	for _, f := range []Format{FastLocal, Legacy} {
+		n := 2*chunkLen + chunkLen/2
+		b := NewBuilder(10, f)
+		for i := 0; i < n; i++ {
+			b.AddKey(dbBenchKey(uint64(i)))
+			if i == chunkLen-1 {
+				b.AddKey(dbBenchKey(uint64(i))) // the last of a full chunk, again
+			}
+		}
+		require.Equal(t, n, b.NumEntries(), f.String())
+		first := b.Finish()
+		for i := 0; i < n; i++ {
+			require.True(t, MayContain(first, dbBenchKey(uint64(i))), "%v key %d", f, i)
+		}
+		b.Release()
+		require.Zero(t, b.NumEntries())
+
+		again := NewBuilder(10, f)
+		for i := 0; i < n; i++ {
+			again.AddKey(dbBenchKey(uint64(i)))
+		}
+		require.Equal(t, first, again.Finish(), f.String())
+		again.Release()
+	}
+}
