@@ -10,7 +10,17 @@ import (
 // the level-0 back link agrees. It runs after each insert in builds with
 // the invariants tag.
 func (s *skiplist) checkInsert(nd uint32, height int) {
-	key, trailer := s.key(nd), s.trailer(nd)
+	key, trailer := s.checkNeighbours(nd, height)
+	if next := s.next(nd, 0); s.prev(next) != nd {
+		panic(fmt.Sprintf("memtable: skiplist: back link of the node after %q#%x is wrong", key, trailer))
+	}
+}
+
+// checkNeighbours panics unless node nd, of the given height, comes after
+// its back link and before its successor on every level of its tower. It
+// returns nd's key and trailer.
+func (s *skiplist) checkNeighbours(nd uint32, height int) (key []byte, trailer uint64) {
+	key, trailer = s.key(nd), s.trailer(nd)
 	if p := s.prev(nd); p != s.head && !s.before(p, key, trailer) {
 		panic(fmt.Sprintf("memtable: skiplist: %q#%x inserted after %q#%x", key, trailer, s.key(p), s.trailer(p)))
 	}
@@ -20,9 +30,7 @@ func (s *skiplist) checkInsert(nd uint32, height int) {
 				key, trailer, s.key(next), s.trailer(next), level))
 		}
 	}
-	if next := s.next(nd, 0); s.prev(next) != nd {
-		panic(fmt.Sprintf("memtable: skiplist: back link of the node after %q#%x is wrong", key, trailer))
-	}
+	return key, trailer
 }
 
 // checkHint returns why the writer's hint is not the splice just after nd,
@@ -48,16 +56,7 @@ func (s *skiplist) checkHint(nd uint32, height int) string {
 // nd is reachable at level 0 from its own back link and that the list's
 // height covers its tower.
 func (s *skiplist) checkInsertConcurrent(nd uint32, height int) {
-	key, trailer := s.key(nd), s.trailer(nd)
-	if p := s.prev(nd); p != s.head && !s.before(p, key, trailer) {
-		panic(fmt.Sprintf("memtable: skiplist: %q#%x inserted after %q#%x", key, trailer, s.key(p), s.trailer(p)))
-	}
-	for level := 0; level < height; level++ {
-		if next := s.next(nd, level); next != s.tail && s.before(next, key, trailer) {
-			panic(fmt.Sprintf("memtable: skiplist: %q#%x inserted before %q#%x at level %d",
-				key, trailer, s.key(next), s.trailer(next), level))
-		}
-	}
+	key, trailer := s.checkNeighbours(nd, height)
 	if next := s.next(nd, 0); next != s.tail {
 		if p := s.prev(next); p != nd && s.before(p, key, trailer) {
 			panic(fmt.Sprintf("memtable: skiplist: back link of the node after %q#%x points before it", key, trailer))
