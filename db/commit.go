@@ -21,9 +21,8 @@ import (
 //     still holding mu, through the single-writer path and its insert hint;
 //     otherwise it releases mu first and inserts concurrently
 //     (memtable.AddConcurrent), so that writers on different cores insert
-//     at the same time. A synced
-//     write then syncs the WAL (syncWAL groups the fsyncs of concurrent
-//     writers).
+//     at the same time. A synced write then syncs the WAL (syncWAL groups
+//     the fsyncs of concurrent writers).
 //  3. Publish: visibleSeq advances, in sequence order, past every write
 //     whose insert is done and whose predecessors are published. Write
 //     returns once its own sequence numbers are visible.

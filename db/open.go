@@ -211,6 +211,8 @@ func (d *DB) open() error {
 		return err
 	}
 	d.commit.lastSeq = base.SeqNum(d.visibleSeq.Load())
+	// No writer has met another yet: the first writes insert alone.
+	d.commit.contendedSeq = d.commit.lastSeq - aloneAfter
 	if !o.ReadOnly {
 		d.sweepLocked(listing)
 		if err := d.writeOptionsFileLocked(listing.options); err != nil {
