@@ -140,7 +140,7 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 		return
 	}
 	r, err := table.Open(f, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum,
-		LargestSeqNum: largestSeq})
+		LargestSeqNum: largestSeq, CacheIndexAndFilterBlocks: tc.db.opts.CacheIndexAndFilterBlocks})
 	if err != nil {
 		f.Close()
 		e.err = err
