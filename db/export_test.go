@@ -65,7 +65,10 @@ func NewPrefixOnlyTableProbe(t testing.TB, d *DB, ext prefix.Extractor, keys [][
 	if h := d.extractor.Load(); h != nil && h.name == e.prefixName {
 		e.knownGood.Store(h)
 	}
-	return func(key []byte) bool { return d.tableMayContain(e, key, d.extractor.Load(), &getResult{}) }
+	return func(key []byte) bool {
+		may, err := d.tableMayContain(e, key, d.extractor.Load(), &getResult{})
+		return may || err != nil
+	}
 }
 
 type nopCloser struct{ *bytes.Reader }

@@ -29,10 +29,17 @@ func (d *DB) newLevelIter(st *iterState, files []*version.FileMetadata, bounds [
 		it := st.owner
 		if p := it.filterPrefix; p != nil && e.reader.HasFilter() {
 			d.stats.filterChecks.Add(1)
-			if d.prefixFilterUsable(e, it.h) && !e.reader.PrefixMayMatchHash(p, it.filterHash) {
-				d.stats.filterUseful.Add(1)
-				d.tables.release(e)
-				return iterator.Empty(), nil
+			if d.prefixFilterUsable(e, it.h) {
+				may, err := e.reader.PrefixMayMatchHashErr(p, it.filterHash)
+				if err != nil {
+					d.tables.release(e)
+					return nil, err
+				}
+				if !may {
+					d.stats.filterUseful.Add(1)
+					d.tables.release(e)
+					return iterator.Empty(), nil
+				}
 			}
 		}
 		return &tableIter{Iter: e.reader.NewIter(), e: e, tc: d.tables}, nil

@@ -55,6 +55,11 @@ type Metrics struct {
 	BlockCache CacheMetrics
 	// TableCache: open table readers (Size is the number open).
 	TableCache CacheMetrics
+	// TableReadersMem is the bytes of metadata (index and filter blocks,
+	// index prefix arrays) the open table readers pin outside the block
+	// cache: with CacheIndexAndFilterBlocks, filters are not counted here
+	// but in BlockCache.Size while cached.
+	TableReadersMem int64
 	// Filter: filter probes of point reads and prefix seeks, and those that
 	// spared a read (RocksDB's bloom.filter.useful).
 	Filter struct {
@@ -195,6 +200,7 @@ func (d *DB) Metrics() *Metrics {
 	d.tables.mu.RUnlock()
 	m.TableCache = CacheMetrics{Hits: s.tableCacheHits.Load(), Misses: s.tableCacheMisses.Load(),
 		Size: int64(open), Capacity: int64(d.tables.max)}
+	m.TableReadersMem = s.tableReadersMem.Load()
 	m.Filter.Checks, m.Filter.Useful = s.filterChecks.Load(), s.filterUseful.Load()
 	m.Prefix.FastPath, m.Prefix.SlowPath = s.prefixFastPath.Load(), s.prefixSlowPath.Load()
 	m.Prefix.Incompatible = s.prefixIncompatible.Load()
@@ -253,6 +259,7 @@ func (m *Metrics) String() string {
 		humanBytes(uint64(m.BlockCache.Capacity)), m.BlockCache.Hits, m.BlockCache.Misses, 100*m.BlockCache.HitRate())
 	fmt.Fprintf(&b, "table cache: %d / %d open, %d hits, %d misses (%.1f%% hit)\n", m.TableCache.Size,
 		m.TableCache.Capacity, m.TableCache.Hits, m.TableCache.Misses, 100*m.TableCache.HitRate())
+	fmt.Fprintf(&b, "table readers pin: %s\n", humanBytes(uint64(max(m.TableReadersMem, 0))))
 	fmt.Fprintf(&b, "filters: %d checks, %d useful\n", m.Filter.Checks, m.Filter.Useful)
 	fmt.Fprintf(&b, "prefix: %d fast path, %d slow path, %d incompatible tables\n",
 		m.Prefix.FastPath, m.Prefix.SlowPath, m.Prefix.Incompatible)

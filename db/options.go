@@ -107,8 +107,23 @@ type Options struct {
 	DisableConcurrentMemtableWrites bool
 	// BlockCacheSize bounds the data-block cache in bytes. Index and filter
 	// blocks are pinned by each open table, outside this budget, as in
-	// RocksDB's default. Default: 8 MiB.
+	// RocksDB's default, unless CacheIndexAndFilterBlocks. Default: 8 MiB.
 	BlockCacheSize int64
+	// CacheIndexAndFilterBlocks reads each table's filter block through the
+	// block cache, charged against BlockCacheSize, instead of pinning it
+	// for as long as the table is open: RocksDB's BlockBasedTableOptions
+	// cache_index_and_filter_blocks. Memory then stays bounded by the cache
+	// however many tables are open (filters are the bulk of a table's
+	// metadata: BloomBitsPerKey/8 bytes per key), at the cost of a cache
+	// lookup per filter probe, filter reads from the file when the cache is
+	// too small to keep them, and filters competing with data blocks for
+	// the cache. A filter larger than the cache can hold (a cache shard,
+	// BlockCacheSize/16 from 8 MiB up) is not read: lookups skip it and
+	// read the table's data block instead, as cheaper than reading the
+	// filter each time. A corrupt filter fails the read that probes it
+	// with ErrCorruption. Index blocks and partitioned filters (in tables
+	// RocksDB wrote) stay pinned. Default: false.
+	CacheIndexAndFilterBlocks bool
 	// MaxOpenFiles bounds the table readers kept open. Default: 10000.
 	MaxOpenFiles int
 	// BlockSize is the uncompressed size of table data blocks. Default: 4 KiB.

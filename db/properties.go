@@ -28,9 +28,13 @@ const (
 	PropPrefixSlowPath        = "strata.prefix.slow-path"
 	PropPrefixIncompatible    = "strata.prefix.incompatible"
 	PropTablesOpened          = "strata.tables-opened"
-	PropStallMicros           = "strata.stall-micros"
-	PropBackgroundError       = "strata.background-error"
-	PropPrefixExtractor       = "strata.prefix-extractor"
+	// PropTableReadersMem is the bytes of index and filter blocks (and
+	// index prefix arrays) the open table readers pin outside the block
+	// cache.
+	PropTableReadersMem = "rocksdb.estimate-table-readers-mem"
+	PropStallMicros     = "strata.stall-micros"
+	PropBackgroundError = "strata.background-error"
+	PropPrefixExtractor = "strata.prefix-extractor"
 )
 
 // GetProperty returns the value of a named property; unknown names give
@@ -85,6 +89,8 @@ func (d *DB) GetProperty(name string) (string, bool) {
 		return u(d.stats.prefixIncompatible.Load())
 	case PropTablesOpened:
 		return u(d.stats.tablesOpened.Load())
+	case PropTableReadersMem:
+		return strconv.FormatInt(d.stats.tableReadersMem.Load(), 10), true
 	case PropStallMicros:
 		return u(d.stats.stallMicros.Load())
 	case PropBackgroundError:

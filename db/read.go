@@ -211,7 +211,11 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 	}
 	if tr.HasFilter() {
 		d.stats.filterChecks.Add(1)
-		if !d.tableMayContain(e, key, h, r) {
+		may, err := d.tableMayContain(e, key, h, r)
+		if err != nil {
+			return err
+		}
+		if !may {
 			d.stats.filterUseful.Add(1)
 			return nil
 		}
@@ -238,19 +242,21 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 // tableMayContain asks the table's filter whether key may be present: the
 // whole-key entry when the table has them, else the prefix entry when the
 // current extractor is compatible with the table's.
-func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *getResult) bool {
+// A filter read through the block cache (CacheIndexAndFilterBlocks) that
+// cannot be read fails the lookup: skipping the table could miss the key.
+func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *getResult) (bool, error) {
 	tr := e.reader
 	if tr.WholeKeyFiltering() {
 		// Hash once per lookup, not once per table probed.
 		if !r.hashed {
 			r.keyHash, r.hashed = bloom.HashKey(key), true
 		}
-		return tr.KeyMayMatchHash(key, r.keyHash)
+		return tr.KeyMayMatchHashErr(key, r.keyHash)
 	}
 	if h != nil && h.ext.InDomain(key) && d.prefixFilterUsable(e, h) {
-		return tr.PrefixMayMatch(h.ext.Transform(key))
+		return tr.PrefixMayMatchErr(h.ext.Transform(key))
 	}
-	return true
+	return true, nil
 }
 
 // containsUserKey reports whether key lies within f's user-key bounds.

@@ -12,10 +12,13 @@ type dbStats struct {
 	flushes, flushMicros              atomic.Uint64
 	stalls, stallMicros               atomic.Uint64
 	tablesOpened                      atomic.Uint64
-	filterChecks, filterUseful        atomic.Uint64
-	prefixFastPath, prefixSlowPath    atomic.Uint64
-	prefixIncompatible                atomic.Uint64
-	compactions, compactionMicros     atomic.Uint64
+	// tableReadersMem is the metadata the open table readers pin (their
+	// PinnedBytes), added at open and removed at close.
+	tableReadersMem                atomic.Int64
+	filterChecks, filterUseful     atomic.Uint64
+	prefixFastPath, prefixSlowPath atomic.Uint64
+	prefixIncompatible             atomic.Uint64
+	compactions, compactionMicros  atomic.Uint64
 	// Read by Metrics (metrics.go).
 	flushBytes                       atomic.Uint64
 	ingestions, ingestedBytes        atomic.Uint64

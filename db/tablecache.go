@@ -140,13 +140,15 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 		return
 	}
 	r, err := table.Open(f, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum,
-		LargestSeqNum: largestSeq})
+		LargestSeqNum: largestSeq, CacheIndexAndFilterBlocks: tc.db.opts.CacheIndexAndFilterBlocks})
 	if err != nil {
 		f.Close()
 		e.err = err
 		return
 	}
 	e.reader = r
+	n, _ := r.PinnedBytes()
+	tc.db.stats.tableReadersMem.Add(int64(n))
 	e.prefixName = r.Properties().PrefixExtractorName
 	// Record the current extractor as known good if it is the one the
 	// table was built with.
@@ -159,6 +161,8 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 // release drops a reference taken by acquire.
 func (tc *tableCache) release(e *tableEntry) {
 	if e.refs.Add(-1) == 0 && e.reader != nil {
+		n, _ := e.reader.PinnedBytes()
+		tc.db.stats.tableReadersMem.Add(-int64(n))
 		e.reader.Close()
 	}
 }

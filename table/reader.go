@@ -37,6 +37,18 @@ type ReaderOptions struct {
 	// global sequence number, is its global_seqno property when that is
 	// non-zero and LargestSeqNum otherwise, as RocksDB reads it.
 	LargestSeqNum uint64
+	// CacheIndexAndFilterBlocks, when Cache is not nil, reads a full
+	// (unpartitioned) filter block through Cache when a probe needs it,
+	// keyed like data blocks by the reader's cache id and the block's
+	// offset and charged its size, instead of pinning it for the
+	// reader's life: RocksDB's BlockBasedTableOptions
+	// cache_index_and_filter_blocks. Open checks only that the filter's
+	// handle lies within the file; a corrupt filter is reported by the
+	// probe that reads it. A filter too large for the cache to keep (see
+	// Cache.Fits) is not read at all: probes answer "may contain", so a
+	// lookup reads the data block instead of the much larger filter. Index
+	// blocks and partitioned filters stay pinned.
+	CacheIndexAndFilterBlocks bool
 }
 
 // Reader reads one table. It is safe for concurrent use by iterators and
@@ -44,7 +56,8 @@ type ReaderOptions struct {
 //
 // Invariants: footer, props, the index (and its partitions) and the filter
 // were read and checksum-verified at Open and stay pinned, immutable, until
-// Close; data blocks are read through the cache under (cacheID, offset);
+// Close, except a full filter under CacheIndexAndFilterBlocks, which is read
+// through the cache under (cacheID, filterH.offset) like a data block; data blocks are read through the cache under (cacheID, offset);
 // dataEnd is where the footer starts, so every block handle followed lies
 // below it.
 type Reader struct {
@@ -70,7 +83,12 @@ type Reader struct {
 	deltaIndex    bool
 	firstKeyIndex bool
 
-	filter         []byte
+	filter []byte
+	// filterH is the full filter's block, read through the cache by
+	// filterBlock, when cachedFilter (CacheIndexAndFilterBlocks); filter
+	// is then nil.
+	filterH        blockHandle
+	cachedFilter   bool
 	partFilter     *partitionedFilter
 	wholeKeyFilter bool
 	prefixFilter   bool
@@ -330,6 +348,13 @@ func (r *Reader) readFilter() error {
 	r.prefixFilter = p.PrefixFiltering
 	for _, name := range filterNameAliases {
 		if h, ok := r.metaHandles[fullFilterPrefix+name]; ok {
+			if r.opts.CacheIndexAndFilterBlocks && r.opts.Cache != nil {
+				if err := r.checkHandle(h); err != nil {
+					return err
+				}
+				r.filterH, r.cachedFilter = h, true
+				return nil
+			}
 			b, err := r.readRaw(h, nil, false)
 			if err != nil {
 				return err
@@ -403,27 +428,71 @@ func (r *Reader) Tombstones() []Tombstone { return r.tombstones }
 func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
 
 // HasFilter reports whether the table has a filter this reader uses.
-func (r *Reader) HasFilter() bool { return r.filter != nil || r.partFilter != nil }
+func (r *Reader) HasFilter() bool { return r.filter != nil || r.cachedFilter || r.partFilter != nil }
+
+// filterBlock returns the full filter block: the pinned one, or the one the
+// cache holds, read from the file (checksum-verified) and cached on a miss.
+// It returns nil, and no error, when there is no full filter or it is too
+// large for the cache to keep (reading it for every probe would cost more
+// than the data block it may save). A hit does not allocate.
+func (r *Reader) filterBlock() ([]byte, error) {
+	if !r.cachedFilter {
+		return r.filter, nil
+	}
+	c, h := r.opts.Cache, r.filterH
+	if b, ok := c.Get(r.cacheID, h.offset); ok {
+		return b, nil
+	}
+	if !c.Fits(int(h.size) + blockTrailerLen) {
+		return nil, nil
+	}
+	b, err := r.readRaw(h, nil, false)
+	if err != nil {
+		return nil, errors.Wrap(err, "reading filter block")
+	}
+	c.Set(r.cacheID, h.offset, b)
+	return b, nil
+}
 
 // KeyMayMatch probes the whole-key filter. It is true when there is no
-// filter or the table was built without whole-key filtering.
+// filter or the table was built without whole-key filtering, and when the
+// filter cannot be read (see KeyMayMatchErr).
 func (r *Reader) KeyMayMatch(ukey []byte) bool {
+	ok, err := r.KeyMayMatchErr(ukey)
+	return ok || err != nil
+}
+
+// KeyMayMatchErr is KeyMayMatch with the error of reading a filter block
+// that is not pinned (ReaderOptions.CacheIndexAndFilterBlocks).
+func (r *Reader) KeyMayMatchErr(ukey []byte) (bool, error) {
 	if !r.wholeKeyFilter {
-		return true
+		return true, nil
 	}
 	return r.mayContain(ukey)
 }
 
 // PrefixMayMatch probes the filter for a prefix. It is true when there is
-// no filter or the table was built without a prefix extractor; callers check
-// that the table's PrefixExtractorName matches theirs.
+// no filter or the table was built without a prefix extractor, and when
+// the filter cannot be read (see PrefixMayMatchErr); callers check that
+// the table's PrefixExtractorName matches theirs.
 func (r *Reader) PrefixMayMatch(prefix []byte) bool {
-	if !r.prefixFilter || r.filter == nil {
-		// A prefix may sort before the separator of the partition that
-		// holds it, so partitioned filters are not probed for prefixes.
-		return true
+	ok, err := r.PrefixMayMatchErr(prefix)
+	return ok || err != nil
+}
+
+// PrefixMayMatchErr is PrefixMayMatch with the error of reading a filter
+// block that is not pinned.
+func (r *Reader) PrefixMayMatchErr(prefix []byte) (bool, error) {
+	if !r.prefixFilter {
+		return true, nil
 	}
-	return bloom.MayContain(r.filter, prefix)
+	// A prefix may sort before the separator of the partition that holds
+	// it, so partitioned filters are not probed for prefixes.
+	f, err := r.filterBlock()
+	if f == nil || err != nil {
+		return true, err
+	}
+	return bloom.MayContain(f, prefix), nil
 }
 
 // WholeKeyFiltering reports whether the filter holds whole keys: the
@@ -434,32 +503,56 @@ func (r *Reader) WholeKeyFiltering() bool { return r.wholeKeyFilter }
 // KeyMayMatchHash is KeyMayMatch for a key already hashed with
 // bloom.HashKey, so that a lookup probing many tables hashes once.
 func (r *Reader) KeyMayMatchHash(ukey []byte, h uint64) bool {
+	ok, err := r.KeyMayMatchHashErr(ukey, h)
+	return ok || err != nil
+}
+
+// KeyMayMatchHashErr is KeyMayMatchHash with the error of reading a filter
+// block that is not pinned. It does not allocate when the block is pinned
+// or cached.
+func (r *Reader) KeyMayMatchHashErr(ukey []byte, h uint64) (bool, error) {
 	if !r.wholeKeyFilter {
-		return true
+		return true, nil
 	}
-	if r.filter != nil {
-		return bloom.MayContainHash(r.filter, h, ukey)
+	if r.partFilter != nil {
+		return r.partFilter.mayContain(r, ukey), nil
 	}
-	return r.mayContain(ukey)
+	f, err := r.filterBlock()
+	if f == nil || err != nil {
+		return true, err
+	}
+	return bloom.MayContainHash(f, h, ukey), nil
 }
 
 // PrefixMayMatchHash is PrefixMayMatch for a prefix already hashed with
 // bloom.HashKey.
 func (r *Reader) PrefixMayMatchHash(prefix []byte, h uint64) bool {
-	if !r.prefixFilter || r.filter == nil {
-		return true
-	}
-	return bloom.MayContainHash(r.filter, h, prefix)
+	ok, err := r.PrefixMayMatchHashErr(prefix, h)
+	return ok || err != nil
 }
 
-func (r *Reader) mayContain(key []byte) bool {
-	switch {
-	case r.filter != nil:
-		return bloom.MayContain(r.filter, key)
-	case r.partFilter != nil:
-		return r.partFilter.mayContain(r, key)
+// PrefixMayMatchHashErr is PrefixMayMatchHash with the error of reading a
+// filter block that is not pinned.
+func (r *Reader) PrefixMayMatchHashErr(prefix []byte, h uint64) (bool, error) {
+	if !r.prefixFilter {
+		return true, nil
 	}
-	return true
+	f, err := r.filterBlock()
+	if f == nil || err != nil {
+		return true, err
+	}
+	return bloom.MayContainHash(f, h, prefix), nil
+}
+
+func (r *Reader) mayContain(key []byte) (bool, error) {
+	if r.partFilter != nil {
+		return r.partFilter.mayContain(r, key), nil
+	}
+	f, err := r.filterBlock()
+	if f == nil || err != nil {
+		return true, err
+	}
+	return bloom.MayContain(f, key), nil
 }
 
 // Close closes the file and frees the index and filter blocks the reader

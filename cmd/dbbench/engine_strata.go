@@ -33,6 +33,7 @@ func dbOptions(c *config) *db.Options {
 		DisableReadTriggeredCompactions:  c.noReadCompactions,
 		DisableConcurrentMemtableWrites:  !c.concurrentMemWrite,
 		BlockCacheSize:                   max(c.cacheSize, 0),
+		CacheIndexAndFilterBlocks:        c.cacheIndexAndFilter,
 		MaxOpenFiles:                     max(c.openFiles, 0),
 		BlockSize:                        c.blockSize,
 		Level0FileNumCompactionTrigger:   c.l0CompactionTrigger,

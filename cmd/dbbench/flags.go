@@ -34,6 +34,7 @@ type config struct {
 	writeBufferSize      int64
 	maxWriteBufferNumber int
 	cacheSize            int64
+	cacheIndexAndFilter  bool // cache_index_and_filter_blocks
 	openFiles            int
 	blockSize            int
 	useExistingDB        bool
@@ -105,6 +106,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.writeBufferSize, "write_buffer_size", 64<<20, "memtable bytes before a flush")
 	fs.IntVar(&c.maxWriteBufferNumber, "max_write_buffer_number", 2, "memtables before writes stall")
 	fs.Int64Var(&c.cacheSize, "cache_size", 8<<20, "block cache bytes; <= 0 = engine default")
+	fs.BoolVar(&c.cacheIndexAndFilter, "cache_index_and_filter_blocks", false, "read filter blocks through the block cache instead of pinning them (Options.CacheIndexAndFilterBlocks)")
 	fs.IntVar(&c.openFiles, "open_files", -1, "max open table files; <= 0 = engine default")
 	fs.IntVar(&c.blockSize, "block_size", 4096, "table data block bytes")
 	fs.BoolVar(&c.useExistingDB, "use_existing_db", false, "do not destroy the existing database")

@@ -25,6 +25,7 @@ func TestParseFlags_Defaults(t *testing.T) {
 	require.Equal(t, -1, c.bloomBits)
 	require.Equal(t, int64(64<<20), c.writeBufferSize)
 	require.Equal(t, int64(8<<20), c.cacheSize)
+	require.False(t, c.cacheIndexAndFilter)
 	require.Equal(t, int64(1), c.batchSize)
 	require.Equal(t, 1, c.threads)
 	require.True(t, c.fifoAllowCompaction)
@@ -54,13 +55,13 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-progress_reports=false", "-ops_between_duration_checks=10",
 		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg",
 		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30",
-		"-allow_concurrent_memtable_write=false")
+		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
 		valueSize: 50, compRatio: 0.25, compression: "zstd", prefixSize: 12,
 		keysPerPrefix: 4, bloomBits: 10, seed: 42, writeBufferSize: 1000,
-		maxWriteBufferNumber: 4, cacheSize: 2000, openFiles: 100, blockSize: 8192,
+		maxWriteBufferNumber: 4, cacheSize: 2000, cacheIndexAndFilter: true, openFiles: 100, blockSize: 8192,
 		useExistingDB: true, disableWAL: true, sync: true, batchSize: 5,
 		seekNexts: 6, prefixSameAsStart: true, totalOrderSeek: true,
 		compactionStyle: 2, fifoMaxTableFilesMB: 100, fifoAllowCompaction: false,

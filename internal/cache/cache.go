@@ -340,6 +340,16 @@ func (c *Cache) SetCapacity(capacityBytes int64) {
 	}
 }
 
+// Fits reports whether a value of n bytes (its allocation, as Charge counts
+// it) can be cached at the current capacity: a larger one is never kept.
+// A nil cache holds nothing.
+func (c *Cache) Fits(n int) bool {
+	if c == nil {
+		return false
+	}
+	return int64(AllocSize(n))+EntryOverhead <= c.capacity.Load()/int64(len(c.shards))
+}
+
 // Stats returns the current counters. They are read shard by shard, so a
 // snapshot taken under concurrent use is not atomic across shards.
 func (c *Cache) Stats() Stats {

@@ -21,12 +21,15 @@ type Config struct {
 	Dir string
 	FS  vfs.FS // nil = the operating system's
 
-	Reopen          int // close and reopen every N operations (all threads together); 0 = never
-	Compression     db.Compression
-	BloomBits       int
-	PrefixSize      int // initial extractor fixed:N; 0 = none
-	WriteBufferSize int
-	FIFO            bool
+	Reopen      int // close and reopen every N operations (all threads together); 0 = never
+	Compression db.Compression
+	BloomBits   int
+	// CacheIndexAndFilterBlocks sets the option of that name: filters
+	// are read through the block cache.
+	CacheIndexAndFilterBlocks bool
+	PrefixSize                int // initial extractor fixed:N; 0 = none
+	WriteBufferSize           int
+	FIFO                      bool
 	// DynamicLevelBytes sets Options.LevelCompactionDynamicLevelBytes.
 	DynamicLevelBytes bool
 	// DisableConcurrentMemtableWrites sets the option of that name:
