@@ -57,9 +57,9 @@ type ReaderOptions struct {
 // Invariants: footer, props, the index (and its partitions) and the filter
 // were read and checksum-verified at Open and stay pinned, immutable, until
 // Close, except a full filter under CacheIndexAndFilterBlocks, which is read
-// through the cache under (cacheID, filterH.offset) like a data block; data blocks are read through the cache under (cacheID, offset);
-// dataEnd is where the footer starts, so every block handle followed lies
-// below it.
+// through the cache under (cacheID, filterH.offset) like a data block; data
+// blocks are read through the cache under (cacheID, offset); dataEnd is
+// where the footer starts, so every block handle followed lies below it.
 type Reader struct {
 	// closed makes Close idempotent.
 	closed  atomic.Bool
