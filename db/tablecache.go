@@ -118,8 +118,7 @@ func (tc *tableCache) insert(fileNum uint64) *tableEntry {
 	}
 	e.refs.Add(1)
 	tc.mu.Unlock()
-	// Closing a reader evicts its blocks from the block cache: not under
-	// tc.mu.
+	// Closing a reader (a file close) is done outside tc.mu.
 	for _, x := range evicted {
 		tc.release(x)
 	}
