@@ -138,7 +138,13 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 		e.err = errors.Wrapf(err, "strata: stat of table %s", name)
 		return
 	}
-	r, err := table.Open(f, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum,
+	var rf table.ReadableFile = f
+	if tc.db.opts.AllowMmapReads {
+		if m, ok := vfs.MapForReading(f, st.Size()); ok {
+			rf = m // closing it closes f
+		}
+	}
+	r, err := table.Open(rf, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum,
 		LargestSeqNum: largestSeq, CacheIndexAndFilterBlocks: tc.db.opts.CacheIndexAndFilterBlocks})
 	if err != nil {
 		f.Close()

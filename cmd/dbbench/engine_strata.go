@@ -32,6 +32,7 @@ func dbOptions(c *config) *db.Options {
 		DisableAutoCompactions:           c.disableAutoCompactions,
 		DisableReadTriggeredCompactions:  c.noReadCompactions,
 		DisableConcurrentMemtableWrites:  !c.concurrentMemWrite,
+		AllowMmapReads:                   c.mmapRead,
 		BlockCacheSize:                   max(c.cacheSize, 0),
 		CacheIndexAndFilterBlocks:        c.cacheIndexAndFilter,
 		MaxOpenFiles:                     max(c.openFiles, 0),

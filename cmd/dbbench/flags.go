@@ -71,6 +71,7 @@ type config struct {
 	walWriteSyscalls   bool   // ours: WAL by write(2) instead of a shared mapping
 	noReadCompactions  bool   // ours: Options.DisableReadTriggeredCompactions
 	concurrentMemWrite bool   // allow_concurrent_memtable_write: !Options.DisableConcurrentMemtableWrites
+	mmapRead           bool   // mmap_read: Options.AllowMmapReads
 	mergeOperator      string // db_bench's -merge_operator name ("" = none)
 	mergeKeys          int64  // < 0 = num
 	mergeReadPercent   int
@@ -142,6 +143,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "ours: write a Go heap profile (go tool pprof; inuse and alloc figures) to this file after the last benchmark, with the database open")
 	fs.BoolVar(&c.walWriteSyscalls, "wal_write_syscalls", false, "ours: write the WAL with one write(2) per commit group instead of copying into a shared mapping of it (Options.WALWriteSyscalls)")
+	fs.BoolVar(&c.mmapRead, "mmap_read", false, "read table files through memory mappings instead of pread (Options.AllowMmapReads, RocksDB's allow_mmap_reads)")
 	fs.BoolVar(&c.concurrentMemWrite, "allow_concurrent_memtable_write", true, "writers that meet in the commit pipeline insert their batches into the memtable concurrently (false: one at a time, Options.DisableConcurrentMemtableWrites)")
 	fs.BoolVar(&c.noReadCompactions, "disable_read_triggered_compactions", false, "ours: no read-triggered (seek) compactions, LevelDB's allowed_seeks rule (Options.DisableReadTriggeredCompactions)")
 	return fs, benchmarks

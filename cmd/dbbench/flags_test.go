@@ -30,6 +30,7 @@ func TestParseFlags_Defaults(t *testing.T) {
 	require.Equal(t, 1, c.threads)
 	require.True(t, c.fifoAllowCompaction)
 	require.True(t, c.concurrentMemWrite)
+	require.False(t, c.mmapRead)
 	require.Equal(t, "report.csv", c.reportFile)
 	require.Equal(t, "", c.db)
 	require.NotEmpty(t, c.benchmarks)
@@ -55,7 +56,7 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-progress_reports=false", "-ops_between_duration_checks=10",
 		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg",
 		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30",
-		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks")
+		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks", "-mmap_read")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
@@ -70,7 +71,7 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		l0StopTrigger: 40, disableAutoCompactions: true, histogram: true,
 		statistics: true, progressReports: false, opsBetweenChecks: 10,
 		reportIntervalSecs: 2, reportFile: "/r.csv", reportPlot: "/p.svg",
-		mergeOperator: "max", mergeKeys: 12, mergeReadPercent: 30,
+		mergeOperator: "max", mergeKeys: 12, mergeReadPercent: 30, mmapRead: true,
 	}
 	require.Equal(t, want, *c)
 }

@@ -59,6 +59,7 @@ func run(args []string) int {
 	fs.IntVar(&c.WriteBufferSize, "write_buffer_size", 64<<10, "memtable size in bytes")
 	fs.StringVar(&style, "compaction_style", "level", "level or fifo (fifo drops files: absent keys are allowed)")
 	fs.BoolVar(&c.DynamicLevelBytes, "level_compaction_dynamic_level_bytes", false, "size levels from the largest up (L0 compacts into the base level)")
+	fs.BoolVar(&c.AllowMmapReads, "mmap_read", false, "read table files through memory mappings (Options.AllowMmapReads; on disk only)")
 	allowConcurrent := fs.Bool("allow_concurrent_memtable_write", true, "writers that meet insert into the memtable concurrently (false: Options.DisableConcurrentMemtableWrites)")
 	fs.Int64Var(&c.MaxBytesForLevelBase, "max_bytes_for_level_base", 0, "target size of L1 (dynamic: the base level's bound); 0 = default")
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write")

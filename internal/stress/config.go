@@ -32,6 +32,9 @@ type Config struct {
 	FIFO                      bool
 	// DynamicLevelBytes sets Options.LevelCompactionDynamicLevelBytes.
 	DynamicLevelBytes bool
+	// AllowMmapReads sets the option of that name: tables are read through
+	// mappings (on disk only).
+	AllowMmapReads bool
 	// DisableConcurrentMemtableWrites sets the option of that name:
 	// writers insert one at a time.
 	DisableConcurrentMemtableWrites bool

@@ -92,6 +92,7 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		LevelCompactionDynamicLevelBytes: r.cfg.DynamicLevelBytes,
 		MaxBytesForLevelBase:             r.cfg.MaxBytesForLevelBase,
 		DisableConcurrentMemtableWrites:  r.cfg.DisableConcurrentMemtableWrites,
+		AllowMmapReads:                   r.cfg.AllowMmapReads,
 		CacheIndexAndFilterBlocks:        r.cfg.CacheIndexAndFilterBlocks,
 	}
 	if r.cfg.FIFO {
