@@ -177,8 +177,8 @@ type Options struct {
 	// HardPendingCompactionBytesLimit stops writes (they wait) once the
 	// estimated pending compaction bytes reach it. Default: 256 GiB.
 	HardPendingCompactionBytesLimit int64
-	// WALWriteSyscalls makes the WAL take one write(2) per commit group
-	// instead of the default, copying each group into a shared memory
+	// WALWriteSyscalls makes the WAL take one write(2) per write instead
+	// of the default, copying each record into a shared memory
 	// mapping of the preallocated WAL file (RocksDB's allow_mmap_writes,
 	// for the WAL only). Both keep the promise that an acknowledged write
 	// survives the process being killed: the mapped bytes are in the page

@@ -6,11 +6,11 @@
 //
 // Writers either take turns (Add, AddRangeDel: one goroutine at a time) or
 // run AddConcurrent from any number of goroutines at once; callers never mix
-// the two at the same time (the db's commit pipeline lets the writers of one
-// commit group call AddConcurrent together, and waits for all of them before
-// the next group). Any number of goroutines may read (Get,
-// iterators, Tombstones, the statistics) at the same time, without a lock and
-// while the writer runs. A reader sees every entry whose Add returned before
+// the two at the same time (the db's commit pipeline runs Add only under its
+// lock with no AddConcurrent in progress, and starts an AddConcurrent only
+// under that lock). Any number of goroutines may read (Get, iterators,
+// Tombstones, the statistics) at the same time, without a lock and while
+// writers run. A reader sees every entry whose Add returned before
 // the read began, and may or may not see entries added concurrently.
 //
 // # Arena layout
