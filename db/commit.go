@@ -34,9 +34,11 @@ import (
 //     pending holds, in sequence order, every write that took numbers and
 //     is not yet published; only its head can be published.
 //   - Single-writer inserts (memtable Add, AddRangeDel) run only under mu
-//     with inserting == 0, and concurrent ones (AddConcurrent) only while
-//     counted in inserting, whose count only grows under mu: the two never
-//     overlap.
+//     with the mutable memtable's reserved at 0, and concurrent ones
+//     (AddConcurrent) only while their room is counted in reserved (a
+//     batch's room is never 0), which only grows under mu: the two never
+//     overlap. Concurrent inserts all go into the mutable memtable, which
+//     is replaced only with the pipeline drained.
 //   - The mutable memtable and the WAL are replaced (rotation, Flush) and
 //     ingestion takes its sequence number only under mu with the pipeline
 //     drained (unpublished == 0): no write is then inserting into the old
@@ -57,8 +59,6 @@ type commitPipeline struct {
 	// walBytes is a running total of the bytes appended to the WALs (it
 	// grows under mu); syncWAL compares positions in it.
 	walBytes atomic.Uint64
-	// inserting counts writers in stage 2 with a concurrent insert.
-	inserting atomic.Int32
 	// unpublished counts the writers in pending. It grows under mu and
 	// shrinks under pubMu.
 	unpublished atomic.Int32
@@ -115,13 +115,14 @@ func (c *commitPipeline) lock() {
 }
 
 // concurrentLocked reports whether the writer holding mu should insert
-// concurrently: other writers met at mu recently, or some are inserting.
-func (c *commitPipeline) concurrentLocked() bool {
+// into mem, the mutable memtable, concurrently: other writers met at mu
+// recently, or some are inserting (their room is reserved).
+func (c *commitPipeline) concurrentLocked(mem *memTable) bool {
 	if c.blocked.Load() {
 		c.blocked.Store(false)
 		c.contendedSeq = c.lastSeq
 	}
-	return c.lastSeq-c.contendedSeq < aloneAfter || c.inserting.Load() > 0
+	return c.lastSeq-c.contendedSeq < aloneAfter || mem.reserved.Load() > 0
 }
 
 // waitDrainedLocked waits until every write that took sequence numbers is
@@ -223,7 +224,7 @@ func (d *DB) commitWrite(w *writer) error {
 	d.stats.bytesWritten.Add(uint64(b.Len()))
 
 	// Stage 2. Alone: insert under mu with the single-writer path.
-	alone := rangeDels || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked()
+	alone := rangeDels || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked(mem)
 	if alone && c.unpublished.Load() == 0 && !w.sync {
 		// Nothing is before this write and nothing can start until mu is
 		// released: publish directly.
@@ -247,10 +248,8 @@ func (d *DB) commitWrite(w *writer) error {
 		// concurrent inserts (fits counts reserved).
 		need := int64(arenaNeed(b))
 		mem.reserved.Add(need)
-		c.inserting.Add(1)
 		c.mu.Unlock()
 		_, err = applyBatch(mem.MemTable, b, seq, true)
-		c.inserting.Add(-1)
 		mem.reserved.Add(-need)
 	}
 	if err != nil {

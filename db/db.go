@@ -169,7 +169,8 @@ type memTable struct {
 	size int
 	refs atomic.Int32
 	// reserved is the arena room (arenaNeed) of the concurrent inserts in
-	// progress, which the arena's usage does not show yet.
+	// progress, which the arena's usage does not show yet; it is non-zero
+	// exactly while one is in progress (see commitPipeline).
 	reserved atomic.Int64
 }
 

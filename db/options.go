@@ -109,7 +109,7 @@ type Options struct {
 	// instead of pread(2), as RocksDB's allow_mmap_reads (default false
 	// there too). A block read that misses the block cache is then a copy
 	// from the page cache without a system call: readrandom with an 8 MiB
-	// cache ran 1.7x faster at 1M keys. The cost is in how memory is
+	// cache ran 1.5x faster at 1M keys (docs/benchmarks.md). The cost is in how memory is
 	// counted: the table pages a process touches count in its resident
 	// set (as file pages the kernel can reclaim), where pread leaves them
 	// to the page cache alone. A page that cannot be read faults the copy,

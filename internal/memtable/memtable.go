@@ -170,10 +170,7 @@ func (m *MemTable) Add(key base.InternalKey, value []byte) error {
 	if err := m.points.insert(key.UserKey, key.Trailer, value); err != nil {
 		return m.wrapInsertError(err, key)
 	}
-	m.numEntries.Add(1)
-	if k := key.Kind(); k == base.KindDelete || k == base.KindSingleDelete {
-		m.numDeletes.Add(1)
-	}
+	m.countPoint(key.Kind())
 	m.noteSeq(key.SeqNum())
 	return nil
 }
@@ -205,8 +202,8 @@ func (m *MemTable) AddConcurrent(key base.InternalKey, value []byte) error {
 	if key.Kind() == base.KindRangeDelete {
 		return base.AssertionFailedf("memtable: AddConcurrent of a range deletion %s", key)
 	}
-	if int64(SizeFor(len(key.UserKey), len(value))) > MaxArenaSize {
-		return base.InvalidArgumentf("memtable entry of %d key and %d value bytes is too large", len(key.UserKey), len(value))
+	if err := checkEntrySize(len(key.UserKey), len(value)); err != nil {
+		return err
 	}
 	if m.writing.Load() {
 		return base.AssertionFailedf("memtable: AddConcurrent during Add")
@@ -214,10 +211,7 @@ func (m *MemTable) AddConcurrent(key base.InternalKey, value []byte) error {
 	if err := m.points.insertConcurrent(key.UserKey, key.Trailer, value); err != nil {
 		return m.wrapInsertError(err, key)
 	}
-	m.numEntries.Add(1)
-	if k := key.Kind(); k == base.KindDelete || k == base.KindSingleDelete {
-		m.numDeletes.Add(1)
-	}
+	m.countPoint(key.Kind())
 	seq := uint64(key.SeqNum())
 	for lo := m.smallestSeq.Load(); seq < lo && !m.smallestSeq.CompareAndSwap(lo, seq); lo = m.smallestSeq.Load() {
 	}
@@ -226,10 +220,26 @@ func (m *MemTable) AddConcurrent(key base.InternalKey, value []byte) error {
 	return nil
 }
 
-// beginWrite checks the size of an entry and claims the writer role.
-func (m *MemTable) beginWrite(keyLen, valueLen int) error {
+// checkEntrySize refuses an entry no arena could hold.
+func checkEntrySize(keyLen, valueLen int) error {
 	if int64(SizeFor(keyLen, valueLen)) > MaxArenaSize {
 		return base.InvalidArgumentf("memtable entry of %d key and %d value bytes is too large", keyLen, valueLen)
+	}
+	return nil
+}
+
+// countPoint counts a point entry of kind just added.
+func (m *MemTable) countPoint(kind base.Kind) {
+	m.numEntries.Add(1)
+	if kind == base.KindDelete || kind == base.KindSingleDelete {
+		m.numDeletes.Add(1)
+	}
+}
+
+// beginWrite checks the size of an entry and claims the writer role.
+func (m *MemTable) beginWrite(keyLen, valueLen int) error {
+	if err := checkEntrySize(keyLen, valueLen); err != nil {
+		return err
 	}
 	if !m.writing.CompareAndSwap(false, true) {
 		return base.AssertionFailedf("memtable: concurrent writes")
