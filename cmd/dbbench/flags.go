@@ -68,6 +68,8 @@ type config struct {
 	reportPlot         string // ours: SVG of throughput and p99 over time
 	cpuProfile         string // ours: write a Go CPU profile of the run
 	memProfile         string // ours: write a Go heap profile at the end
+	traceFile          string // ours: write a Go execution trace of the run
+	mutexProfile       string // ours: write a Go mutex contention profile at the end
 	walWriteSyscalls   bool   // ours: WAL by write(2) instead of a shared mapping
 	noReadCompactions  bool   // ours: Options.DisableReadTriggeredCompactions
 	concurrentMemWrite bool   // allow_concurrent_memtable_write: !Options.DisableConcurrentMemtableWrites
@@ -141,6 +143,8 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.mergeKeys, "merge_keys", -1, "distinct keys mergerandom and readrandommergerandom use; negative means -num")
 	fs.IntVar(&c.mergeReadPercent, "mergereadpercent", 70, "readrandommergerandom: percentage of merges (the rest are reads)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
+	fs.StringVar(&c.traceFile, "trace", "", "ours: write a Go execution trace (go tool trace) of the whole run to this file")
+	fs.StringVar(&c.mutexProfile, "mutexprofile", "", "ours: sample every mutex contention (runtime.SetMutexProfileFraction(1)) and write the profile (go tool pprof) to this file at the end")
 	fs.StringVar(&c.memProfile, "memprofile", "", "ours: write a Go heap profile (go tool pprof; inuse and alloc figures) to this file after the last benchmark, with the database open")
 	fs.BoolVar(&c.walWriteSyscalls, "wal_write_syscalls", false, "ours: write the WAL with one write(2) per commit group instead of copying into a shared mapping of it (Options.WALWriteSyscalls)")
 	fs.BoolVar(&c.mmapRead, "mmap_read", false, "read table files through memory mappings instead of pread (Options.AllowMmapReads, RocksDB's allow_mmap_reads)")

@@ -79,3 +79,18 @@ func TestBench_MemProfileFake(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, b)
 }
+
+// TestBench_TraceAndMutexProfileFake: -trace writes an execution trace and
+// -mutexprofile a pprof profile (gzip-compressed protobuf).
+func TestBench_TraceAndMutexProfileFake(t *testing.T) {
+	useFake(t)
+	dir := t.TempDir()
+	tr, mp := filepath.Join(dir, "run.trace"), filepath.Join(dir, "mutex.pprof")
+	runBench(t, "-benchmarks=fillseq", "-num=100", "-trace="+tr, "-mutexprofile="+mp)
+	b, err := os.ReadFile(tr)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(b, []byte("go 1.")), "not an execution trace: %q", b[:min(len(b), 16)])
+	b, err = os.ReadFile(mp)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(b, []byte{0x1f, 0x8b}), "not a pprof profile")
+}

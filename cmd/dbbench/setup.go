@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 )
 
@@ -28,6 +29,31 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if c.traceFile != "" {
+		f, err := os.Create(c.traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
+	if c.mutexProfile != "" {
+		f, err := os.Create(c.mutexProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		prev := runtime.SetMutexProfileFraction(1)
+		defer func() {
+			runtime.SetMutexProfileFraction(prev)
+			if perr := pprof.Lookup("mutex").WriteTo(f, 0); err == nil {
+				err = perr
+			}
+		}()
 	}
 	b := &bench{cfg: c, out: stdout, errOut: stderr,
 		kg: keyGen{prefixSize: c.prefixSize, keysPerPrefix: c.keysPerPrefix}}
