@@ -13,8 +13,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/cockroachdb/errors"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // mappedOrSkip creates a mapped file in a temporary directory, skipping the
@@ -151,4 +154,48 @@ func mappedChild(dir string) {
 	}
 	os.Stdout.WriteString(strconv.Itoa(len(p)) + "\n")
 	time.Sleep(time.Hour)
+}
+
+// TestMappedFile_NextWindowPreparedAhead: while the writer fills a window,
+// the next one is reserved, mapped and (on kernels with
+// MADV_POPULATE_READ) resident before the writer reaches it, and a failure
+// to prepare it is the error of the write that needs it, with the bytes
+// before the boundary written.
+func TestMappedFile_NextWindowPreparedAhead(t *testing.T) {
+	m, name := mappedOrSkip(t)
+	_, err := m.Write([]byte("abc"))
+	require.NoError(t, err)
+	p := <-m.next
+	require.NoError(t, p.err)
+	require.Len(t, p.win, mapWindow)
+	fi, err := os.Stat(name)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, fi.Size(), int64(2*mapWindow), "the next window is reserved")
+	vec := make([]byte, mapWindow/os.Getpagesize())
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&p.win[0])), uintptr(len(p.win)), uintptr(unsafe.Pointer(&vec[0])))
+	require.Zero(t, errno)
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	if unix.Madvise(p.win, unix.MADV_POPULATE_READ) == nil {
+		require.Equal(t, len(vec), resident, "populated pages are resident")
+	}
+
+	// The prepared window failed: the write crossing into it fails, after
+	// writing what fits before the boundary, and so does every later one.
+	require.NoError(t, unix.Munmap(p.win))
+	failed := errors.New("prepare failed")
+	ch := make(chan preparedWindow, 1)
+	ch <- preparedWindow{err: failed}
+	m.next = ch
+	n, err := m.Write(make([]byte, mapWindow))
+	require.ErrorIs(t, err, failed)
+	require.Equal(t, mapWindow-3, n)
+	_, err = m.Write([]byte("x"))
+	require.ErrorIs(t, err, failed)
+	require.NoError(t, m.Close())
+	fi, err = os.Stat(name)
+	require.NoError(t, err)
+	require.Equal(t, int64(mapWindow), fi.Size())
 }
