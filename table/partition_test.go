@@ -2,8 +2,15 @@ package table
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
 	"testing"
 
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/bloom"
+	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,65 +48,196 @@ func indexPartitionSeps(t *testing.T, r *Reader) (top []string, parts [][]string
 	return top, parts
 }
 
-// TestPartitioned_SameAsRocksDB rewrites the entries of the table RocksDB
-// 7.8.3 wrote with partition_index_and_filters and metadata_block_size=512
-// and compares the partitioning: the same index partitions holding the same
-// separators, the same filter partitions (byte for byte) under the same
-// keys, the same filter entry count and size. db_bench shortens the table's
-// last key to a successor (we keep it, the library default), so the last
+// TestPartitioned_SameAsRocksDB rewrites the entries of tables RocksDB
+// 7.8.3 wrote with partition_index_and_filters (see
+// testdata/rocksdb/*COMMAND.txt and the fixture README) and compares the
+// partitioning: the same index partitions holding the same separators, the
+// same filter partitions (byte for byte: the same keys and prefixes in
+// each, including the prefix of the key after a cut) under the same keys,
+// the same filter entry count and size. db_bench shortens the table's last
+// key to a successor (we keep it, the library default), so the last
 // separator, and the sizes that include it, are compared apart.
 func TestPartitioned_SameAsRocksDB(t *testing.T) {
-	theirs := openFixture(t, "testdata/rocksdb/fv5-xxh3-snappy-partitioned-000009.sst")
-	defer theirs.Close()
-	p := theirs.Properties()
-	require.Equal(t, uint32(IndexTwoLevelSearch), p.IndexType)
-	f := &memFile{}
-	w := NewWriter(f, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
-		Compression: SnappyCompression, BloomBitsPerKey: 10, WholeKeyFiltering: true,
-		TwoLevelIndex: true, PartitionFilters: true, MetadataBlockSize: 512})
-	it := theirs.NewIter()
-	for ok := it.First(); ok; ok = it.Next() {
-		require.NoError(t, w.Add(it.Key().Clone(), bytes.Clone(it.Value())))
+	for _, c := range []struct {
+		path     string
+		comp     Compression
+		pe       prefix.Extractor
+		metaSize int
+		parts    int
+	}{
+		{"testdata/rocksdb/fv5-xxh3-snappy-partitioned-000009.sst", SnappyCompression, nil, 512, 6},
+		{"testdata/rocksdb/partitioned-prefix12-000009.sst", NoCompression, prefix.Fixed(12), 256, 12},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			theirs := openFixture(t, c.path)
+			defer theirs.Close()
+			p := theirs.Properties()
+			require.Equal(t, uint32(IndexTwoLevelSearch), p.IndexType)
+			f := &memFile{}
+			w := NewWriter(f, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
+				Compression: c.comp, BloomBitsPerKey: 10, WholeKeyFiltering: true, PrefixExtractor: c.pe,
+				TwoLevelIndex: true, PartitionFilters: true, MetadataBlockSize: c.metaSize})
+			it := theirs.NewIter()
+			for ok := it.First(); ok; ok = it.Next() {
+				require.NoError(t, w.Add(it.Key().Clone(), bytes.Clone(it.Value())))
+			}
+			require.NoError(t, it.Close())
+			_, err := w.Finish()
+			require.NoError(t, err)
+			ours := openMem(t, f, nil)
+			defer ours.Close()
+			q := ours.Properties()
+
+			require.Equal(t, uint32(IndexTwoLevelSearch), q.IndexType)
+			require.EqualValues(t, c.parts, q.IndexPartitions)
+			require.Equal(t, p.IndexPartitions, q.IndexPartitions)
+			require.Equal(t, p.NumDataBlocks, q.NumDataBlocks)
+			require.Equal(t, p.NumFilterEntries, q.NumFilterEntries)
+			require.Equal(t, p.FilterPolicy, q.FilterPolicy)
+			require.Equal(t, p.PrefixExtractorName, q.PrefixExtractorName)
+			require.Equal(t, p.IndexKeyIsUserKey, q.IndexKeyIsUserKey)
+			require.Equal(t, p.IndexValueIsDeltaEncoded, q.IndexValueIsDeltaEncoded)
+
+			tt, tp := indexPartitionSeps(t, theirs)
+			ot, op := indexPartitionSeps(t, ours)
+			require.Equal(t, len(tp), len(op))
+			for i := range tp {
+				if i < len(tp)-1 {
+					require.Equal(t, tp[i], op[i], "index partition %d", i)
+					require.Equal(t, tt[i], ot[i], "top-level key %d", i)
+				} else {
+					require.Equal(t, tp[i][:len(tp[i])-1], op[i][:len(op[i])-1], "last index partition")
+				}
+			}
+			// The last key: theirs is a successor of ours (the table's last
+			// user key), so every size including it differs by as much.
+			d := len(ot[len(ot)-1]) - len(tt[len(tt)-1])
+			require.Equal(t, int(p.TopLevelIndexSize)+d, int(q.TopLevelIndexSize))
+			// The index size counts the last key twice: in its partition
+			// and in the top-level index.
+			require.Equal(t, int(p.IndexSize)+2*d, int(q.IndexSize))
+
+			tk, tparts := filterPartsOf(t, theirs)
+			ok, oparts := filterPartsOf(t, ours)
+			require.Equal(t, len(tk), len(ok))
+			require.Equal(t, tk[:len(tk)-1], ok[:len(ok)-1], "filter partition keys")
+			require.Equal(t, tparts, oparts, "filter partitions")
+			require.Equal(t, int(p.FilterSize)+d, int(q.FilterSize))
+			if c.comp == NoCompression {
+				want, err := os.ReadFile(c.path)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(want[:p.DataSize], f.b[:p.DataSize]), "data blocks differ")
+			}
+		})
 	}
-	require.NoError(t, it.Close())
-	_, err := w.Finish()
-	require.NoError(t, err)
-	ours := openMem(t, f, nil)
-	defer ours.Close()
-	q := ours.Properties()
+}
 
-	require.Equal(t, uint32(IndexTwoLevelSearch), q.IndexType)
-	require.Equal(t, p.IndexPartitions, q.IndexPartitions)
-	require.Equal(t, p.NumDataBlocks, q.NumDataBlocks)
-	require.Equal(t, p.NumFilterEntries, q.NumFilterEntries)
-	require.Equal(t, p.FilterPolicy, q.FilterPolicy)
-	require.Equal(t, p.IndexKeyIsUserKey, q.IndexKeyIsUserKey)
-	require.Equal(t, p.IndexValueIsDeltaEncoded, q.IndexValueIsDeltaEncoded)
+// partTables builds partitioned tables (two-level index, partitioned
+// filter, small partitions) over fv 2..5 with whole-key and prefix
+// filters, with and without compression.
+func partTables(t *testing.T) (files []*memFile, opts []WriterOptions, models [][]kv) {
+	pe := prefix.Fixed(5)
+	for i, o := range []WriterOptions{
+		{BloomBitsPerKey: 10, WholeKeyFiltering: true},
+		{BloomBitsPerKey: 16, WholeKeyFiltering: true, PrefixExtractor: pe, Compression: SnappyCompression},
+		{BloomBitsPerKey: 10, PrefixExtractor: pe},
+		{BloomBitsPerKey: 10, WholeKeyFiltering: true, PrefixExtractor: pe, FormatVersion: 4, Compression: ZSTDCompression},
+		{BloomBitsPerKey: 10, WholeKeyFiltering: true, FormatVersion: 3},
+		{BloomBitsPerKey: 10, WholeKeyFiltering: true, PrefixExtractor: pe, FormatVersion: 2},
+	} {
+		o.BlockSize, o.TwoLevelIndex, o.PartitionFilters, o.MetadataBlockSize = 256, true, true, 256+64*i
+		model := make([]kv, 0, 3000)
+		for k := 0; k < 3000; k++ {
+			// Every 10th user key has a second version, so that at fv >= 3
+			// some tables need internal-key separators.
+			uk := []byte(fmt.Sprintf("k%03d.%05d", (k*7+i)%400, k/2*2))
+			model = append(model, kv{base.MakeInternalKey(uk, base.SeqNum(k+1), base.KindSet), []byte(fmt.Sprintf("v%d", k))})
+		}
+		sortModel(model)
+		model = dedupModel(model)
+		f, _ := buildTable(t, model, nil, o)
+		files, opts, models = append(files, f), append(opts, o), append(models, model)
+	}
+	return files, opts, models
+}
 
-	tt, tp := indexPartitionSeps(t, theirs)
-	ot, op := indexPartitionSeps(t, ours)
-	require.Equal(t, len(tp), len(op))
-	for i := range tp {
-		if i < len(tp)-1 {
-			require.Equal(t, tp[i], op[i], "index partition %d", i)
-			require.Equal(t, tt[i], ot[i], "top-level key %d", i)
-		} else {
-			require.Equal(t, tp[i][:len(tp[i])-1], op[i][:len(op[i])-1], "last index partition")
+// dedupModel drops entries whose internal key repeats.
+func dedupModel(m []kv) []kv {
+	out := m[:0]
+	for i, e := range m {
+		if i > 0 && base.InternalCompare(m[i-1].key, e.key) == 0 {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Partitioned tables read back through our reader, with the partitions
+// pinned and read through a tiny block cache: every entry is found, seeks
+// and Gets match the model, no key or prefix of the table is filtered out,
+// and most absent keys and prefixes are.
+func TestPartitioned_RoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	files, opts, models := partTables(t)
+	for ti, f := range files {
+		o, model := opts[ti], models[ti]
+		for _, cached := range []bool{false, true} {
+			name := fmt.Sprintf("table %d cached %v", ti, cached)
+			c := cache.New(8 << 10)
+			r, err := Open(f, int64(len(f.b)), ReaderOptions{FileName: "part.sst", Cache: c, CacheIndexAndFilterBlocks: cached})
+			require.NoError(t, err)
+			p := r.Properties()
+			require.Equal(t, uint32(IndexTwoLevelSearch), p.IndexType, name)
+			require.Greater(t, p.IndexPartitions, uint64(2), name)
+			require.NotNil(t, r.partFilter, name)
+			require.Equal(t, cached, r.partitions == nil, name)
+			require.Equal(t, cached, r.partFilter.parts == nil, name)
+			fk, _ := partitionEntries(t, r, r.partFilter.top)
+			require.Greater(t, len(fk), 2, name)
+			checkTable(t, rng, r, model, o.PrefixExtractor)
+			require.NoError(t, r.VerifyChecksums())
+
+			present := map[string]bool{}
+			for _, e := range model {
+				present[string(e.key.UserKey)] = true
+			}
+			absentKeys, passedKeys, absentPfx, passedPfx := 0, 0, 0, 0
+			for i := 0; i < 2000; i++ {
+				key := []byte(fmt.Sprintf("k%03d.%05d", rng.Intn(450), rng.Intn(3100)))
+				may, err := r.KeyMayMatchErr(key)
+				require.NoError(t, err)
+				if present[string(key)] {
+					require.True(t, may, "%s: key %q filtered out", name, key)
+				} else if o.WholeKeyFiltering {
+					absentKeys++
+					if may {
+						passedKeys++
+					}
+				}
+				if o.PrefixExtractor == nil {
+					continue
+				}
+				pfx := key[:5]
+				may, err = r.PrefixMayMatchHashErr(pfx, bloom.HashKey(pfx))
+				require.NoError(t, err)
+				if n := bytes.Compare(pfx, []byte("k400")); n < 0 { // k000..k399 are present
+					require.True(t, may, "%s: prefix %q filtered out", name, pfx)
+				} else {
+					absentPfx++
+					if may {
+						passedPfx++
+					}
+				}
+			}
+			if o.WholeKeyFiltering {
+				require.Less(t, passedKeys, absentKeys/10, "%s: absent keys passed", name)
+			}
+			if o.PrefixExtractor != nil {
+				require.Positive(t, absentPfx)
+				require.Less(t, passedPfx, absentPfx/10+1, "%s: absent prefixes passed", name)
+			}
+			require.NoError(t, r.Close())
 		}
 	}
-	// The last key: theirs is a successor of ours' (the table's last user
-	// key), so every size including it differs by the same amount.
-	d := len(ot[len(ot)-1]) - len(tt[len(tt)-1])
-	require.Equal(t, int(p.TopLevelIndexSize)+d, int(q.TopLevelIndexSize))
-	// The index size counts the last key twice: in its partition and in
-	// the top-level index.
-	require.Equal(t, int(p.IndexSize)+2*d, int(q.IndexSize))
-	require.EqualValues(t, 6, q.IndexPartitions)
-
-	tk, tparts := filterPartsOf(t, theirs)
-	ok, oparts := filterPartsOf(t, ours)
-	require.Equal(t, len(tk), len(ok))
-	require.Equal(t, tk[:len(tk)-1], ok[:len(ok)-1], "filter partition keys")
-	require.Equal(t, tparts, oparts, "filter partitions")
-	require.Equal(t, int(p.FilterSize)+d, int(q.FilterSize))
 }

@@ -54,6 +54,8 @@ type partitioner struct {
 	// with it.
 	lastPrefix []byte
 	hasPrefix  bool
+	// lastInDomain: the last key added was in the extractor's domain.
+	lastInDomain bool
 }
 
 type filterPart struct {
@@ -148,7 +150,10 @@ func (p *partitioner) cut(end int) {
 }
 
 // addFilter is FullFilterBlockBuilder::Add for a partitioned filter, cut
-// first if the index was just cut.
+// first if the index was just cut. hasPrefix is RocksDB's
+// last_prefix_recorded_: only whole-key filtering records prefixes, so
+// without it the (never assigned, empty) last prefix is added once per
+// partition, as RocksDB 7.8 does.
 func (p *partitioner) addFilter(w *Writer, ukey []byte) {
 	p.maybeCutFilter(w, ukey, true)
 	pe := w.opts.PrefixExtractor
@@ -160,6 +165,14 @@ func (p *partitioner) addFilter(w *Writer, ukey []byte) {
 		return
 	}
 	inDomain := pe.InDomain(ukey)
+	if !p.hasPrefix && p.lastInDomain {
+		// A new partition (or, without whole keys, the first Add after an
+		// in-domain key) starts with the last recorded prefix, as RocksDB
+		// does for prefix SeekForPrev.
+		p.addKey(w, p.lastPrefix)
+		p.hasPrefix = true
+	}
+	p.lastInDomain = inDomain
 	if whole {
 		if !inDomain {
 			p.addKey(w, ukey)
