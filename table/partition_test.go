@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
 	"github.com/stratadb/strata/internal/cache"
@@ -239,5 +243,231 @@ func TestPartitioned_RoundTrip(t *testing.T) {
 			}
 			require.NoError(t, r.Close())
 		}
+	}
+}
+
+// TestPartitioned_SSTDump has RocksDB 7.8.3's sst_dump verify, iterate and
+// scan partitioned tables we wrote, and list their properties: the index
+// type, partition count and sizes we recorded.
+func TestPartitioned_SSTDump(t *testing.T) {
+	bin := sstDumpPath(t)
+	dir := t.TempDir()
+	model := interopModel(rand.New(rand.NewSource(3)), 2000)
+	var want strings.Builder
+	for _, e := range model {
+		fmt.Fprintf(&want, "'%X' seq:%d, type:%d => %X\n", e.key.UserKey, e.key.SeqNum(), e.key.Kind(), e.val)
+	}
+	for i, o := range []WriterOptions{
+		{Compression: SnappyCompression, BloomBitsPerKey: 10, WholeKeyFiltering: true},
+		{FormatVersion: 4, Compression: ZSTDCompression, BloomBitsPerKey: 16, WholeKeyFiltering: true, PrefixExtractor: prefix.Fixed(4)},
+		{FormatVersion: 3, BloomBitsPerKey: 10, PrefixExtractor: prefix.Fixed(4)},
+		{Compression: LZ4Compression}, // two-level index without a filter
+	} {
+		o.BlockSize, o.TwoLevelIndex, o.PartitionFilters, o.MetadataBlockSize = 512, true, true, 300
+		f, _ := buildTable(t, model, nil, o)
+		path := filepath.Join(dir, fmt.Sprintf("part%d.sst", i))
+		require.NoError(t, os.WriteFile(path, f.b, 0o644))
+		r := openMem(t, f, nil)
+		p := *r.Properties()
+		require.NoError(t, r.Close())
+		require.Greater(t, p.IndexPartitions, uint64(3))
+		checkWithSSTDump(t, bin, path, want.String())
+
+		out, errOut := runSSTDump(bin, "--file="+path, "--show_properties")
+		require.Empty(t, errOut)
+		got := map[string]string{}
+		for _, m := range propLine.FindAllStringSubmatch(out, -1) {
+			got[m[1]] = m[2]
+		}
+		userKey, delta := 0, 0
+		if p.IndexKeyIsUserKey {
+			userKey = 1
+		}
+		if p.IndexValueIsDeltaEncoded {
+			delta = 1
+		}
+		policy := "N/A"
+		if o.BloomBitsPerKey > 0 {
+			policy = "bloomfilter"
+			require.Positive(t, p.FilterSize)
+		}
+		for k, v := range map[string]string{
+			"# rocksdb.block.based.table.index.type": "0x02000000",
+			"# index partitions":                     fmt.Sprint(p.IndexPartitions),
+			"top-level index size":                   fmt.Sprint(p.TopLevelIndexSize),
+			"filter block size":                      fmt.Sprint(p.FilterSize),
+			"# entries for filter":                   fmt.Sprint(p.NumFilterEntries),
+			"filter policy name":                     policy,
+			fmt.Sprintf("index block size (user-key? %d, delta-value? %d)", userKey, delta): fmt.Sprint(p.IndexSize),
+		} {
+			require.Equal(t, v, got[k], "table %d property %q in\n%s", i, k, out)
+		}
+	}
+}
+
+// With CacheIndexAndFilterBlocks, a partitioned table pins only its two
+// top-level indexes; partitions are charged to the cache as probes and
+// seeks read them, and a cached probe does not allocate.
+func TestPartitioned_CachedNotPinned(t *testing.T) {
+	o := pinnedOpts
+	o.TwoLevelIndex, o.PartitionFilters = true, true
+	f, _ := buildTable(t, pinnedModel(20000), nil, o)
+	pinned := openMem(t, f, cache.New(1<<20))
+	defer pinned.Close()
+	c := cache.New(4 << 20)
+	cached := openCachedFilter(t, f, c)
+	defer cached.Close()
+
+	pn, _ := pinned.PinnedBytes()
+	cn, _ := cached.PinnedBytes()
+	tops := len(cached.index) + len(cached.partFilter.top)
+	require.Greater(t, pn, 25000, "a 10-bit filter of 20000 keys and its index")
+	require.LessOrEqual(t, cn, tops+2*pinnedAlign, "cached reader pins %d, its top-level indexes are %d", cn, tops)
+	require.Less(t, cn*20, pn)
+	require.Zero(t, c.Stats().Used, "Open reads no partition into the cache")
+
+	key := []byte("key00004242")
+	h := bloom.HashKey(key)
+	may, err := cached.KeyMayMatchHashErr(key, h)
+	require.NoError(t, err)
+	require.True(t, may)
+	st := c.Stats()
+	require.Equal(t, uint64(1), st.Inserts, "one filter partition")
+	require.Less(t, st.Used, int64(8<<10), "a partition of about 4 KiB")
+	allocs := testing.AllocsPerRun(100, func() {
+		if ok, err := cached.KeyMayMatchHashErr(key, h); !ok || err != nil {
+			panic("filter lost a key")
+		}
+	})
+	require.Zero(t, allocs)
+
+	v, _, _, found, err := cached.Get(key, base.MaxSeqNum)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "v", string(v))
+	require.Equal(t, uint64(3), c.Stats().Inserts, "an index partition and a data block")
+}
+
+// A corrupt filter partition or index partition does not fail Open with
+// CacheIndexAndFilterBlocks; the probe or read that needs it fails with
+// ErrCorruption naming the file and the block's offset, and the bool
+// probes answer "may contain". Without the option, Open fails.
+func TestPartitioned_CorruptPartitionFailsTheRead(t *testing.T) {
+	o := pinnedOpts
+	o.TwoLevelIndex, o.PartitionFilters = true, true
+	model := pinnedModel(20000)
+	f, _ := buildTable(t, model, nil, o)
+	probe := openMem(t, f, nil)
+	fk, fh := partitionEntries(t, probe, probe.partFilter.top)
+	_, ih := partitionEntries(t, probe, probe.index)
+	require.NoError(t, probe.Close())
+	require.Greater(t, len(fh), 3)
+	require.Greater(t, len(ih), 3)
+
+	damage := func(h blockHandle) *memFile {
+		bad := &memFile{b: bytes.Clone(f.b)}
+		bad.b[h.offset+h.size/2] ^= 0x5a
+		_, err := Open(bad, int64(len(bad.b)), ReaderOptions{FileName: "part.sst", Cache: cache.New(1 << 20)})
+		require.True(t, errors.Is(err, base.ErrCorruption), "%v", err)
+		return bad
+	}
+	checkErr := func(err error, h blockHandle) {
+		t.Helper()
+		require.True(t, errors.Is(err, base.ErrCorruption), "%v", err)
+		require.Contains(t, err.Error(), "part.sst")
+		require.Contains(t, err.Error(), fmt.Sprintf("offset %d", h.offset))
+	}
+
+	// The second filter partition: keys up to its key probe it.
+	bh := fh[1]
+	bad := damage(bh)
+	r := openCachedFilter(t, bad, cache.New(1<<20))
+	r.opts.FileName = "part.sst"
+	key := []byte(fk[1])
+	_, err := r.KeyMayMatchErr(key)
+	checkErr(err, bh)
+	_, err = r.KeyMayMatchHashErr(key, bloom.HashKey(key))
+	checkErr(err, bh)
+	require.True(t, r.KeyMayMatch(key))
+	// Other partitions still answer.
+	may, err := r.KeyMayMatchErr([]byte(fk[0]))
+	require.NoError(t, err)
+	require.True(t, may)
+	require.NoError(t, r.Close())
+
+	// The third index partition: a Get and a seek into it fail; a scan
+	// stops with the error.
+	bh = ih[2]
+	bad = damage(bh)
+	r, err = Open(bad, int64(len(bad.b)), ReaderOptions{FileName: "part.sst", Cache: cache.New(1 << 20), CacheIndexAndFilterBlocks: true})
+	require.NoError(t, err)
+	defer r.Close()
+	var it blockIter
+	require.True(t, r.initIndexIter(&it, r.index, false, false))
+	require.True(t, it.first() && it.next() && it.next())
+	inPart := append([]byte(nil), it.key...) // the third partition's last key
+	_, _, _, _, err = r.Get(inPart, base.MaxSeqNum)
+	checkErr(err, bh)
+	ti := r.NewIter()
+	require.False(t, ti.SeekGE(inPart))
+	checkErr(ti.Error(), bh)
+	n := 0
+	for ok := ti.First(); ok; ok = ti.Next() {
+		n++
+	}
+	checkErr(ti.Error(), bh)
+	require.Less(t, n, len(model))
+	checkErr(ti.Close(), bh) // Close reports the iterator's error
+	v, _, _, found, err := r.Get(model[0].key.UserKey, base.MaxSeqNum)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "v", string(v))
+}
+
+// Concurrent probes, Gets and seeks over one reader whose partitions go
+// through a tiny cache (run with -race): answers match the pinned reader's.
+func TestPartitioned_CachedConcurrent(t *testing.T) {
+	files, _, _ := partTables(t)
+	f := files[1]
+	pinned := openMem(t, f, nil)
+	defer pinned.Close()
+	cached := openCachedFilter(t, f, cache.New(8<<10))
+	defer cached.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			it := cached.NewIter()
+			defer it.Close()
+			for i := 0; i < 1000; i++ {
+				key := []byte(fmt.Sprintf("k%03d.%05d", rng.Intn(450), rng.Intn(3100)))
+				want, _ := pinned.KeyMayMatchErr(key)
+				got, err := cached.KeyMayMatchErr(key)
+				wp, _ := pinned.PrefixMayMatchErr(key[:5])
+				gp, perr := cached.PrefixMayMatchErr(key[:5])
+				if err != nil || perr != nil || got != want || gp != wp {
+					errs <- fmt.Errorf("key %q: pinned %v/%v, cached %v/%v (%v, %v)", key, want, wp, got, gp, err, perr)
+					return
+				}
+				wv, _, _, wf, _ := pinned.Get(key, base.MaxSeqNum)
+				gv, _, _, gf, err := cached.Get(key, base.MaxSeqNum)
+				if err != nil || gf != wf || string(gv) != string(wv) {
+					errs <- fmt.Errorf("Get %q: pinned %v, cached %v (%v)", key, wf, gf, err)
+					return
+				}
+				if ok := it.SeekGE(key); ok && bytes.Compare(it.Key().UserKey, key) < 0 || it.Error() != nil {
+					errs <- fmt.Errorf("SeekGE %q: %v", key, it.Error())
+					return
+				}
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
 	}
 }

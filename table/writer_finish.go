@@ -114,9 +114,10 @@ func (w *Writer) writeIndex() (blockHandle, error) {
 		val = e.handle.append(val[:0])
 		bw.add(key, val)
 	}
-	h, err := w.writeBlock(bw.finish(), w.opts.Compression)
-	w.props.IndexSize = h.size + blockTrailerLen
-	return h, err
+	raw := bw.finish()
+	// As RocksDB: the uncompressed size, plus one trailer.
+	w.props.IndexSize = uint64(len(raw)) + blockTrailerLen
+	return w.writeBlock(raw, w.opts.Compression)
 }
 
 func (w *Writer) writeRangeDels() (blockHandle, error) {
