@@ -54,7 +54,7 @@ func indexPartitionSeps(t *testing.T, r *Reader) (top []string, parts [][]string
 
 // TestPartitioned_SameAsRocksDB rewrites the entries of tables RocksDB
 // 7.8.3 wrote with partition_index_and_filters (see
-// testdata/rocksdb/*COMMAND.txt and the fixture README) and compares the
+// testdata/rocksdb-extra/*COMMAND.txt) and compares the
 // partitioning: the same index partitions holding the same separators, the
 // same filter partitions (byte for byte: the same keys and prefixes in
 // each, including the prefix of the key after a cut) under the same keys,
@@ -70,7 +70,7 @@ func TestPartitioned_SameAsRocksDB(t *testing.T) {
 		parts    int
 	}{
 		{"testdata/rocksdb/fv5-xxh3-snappy-partitioned-000009.sst", SnappyCompression, nil, 512, 6},
-		{"testdata/rocksdb/partitioned-prefix12-000009.sst", NoCompression, prefix.Fixed(12), 256, 12},
+		{"testdata/rocksdb-extra/partitioned-prefix12-000009.sst", NoCompression, prefix.Fixed(12), 256, 12},
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			theirs := openFixture(t, c.path)
