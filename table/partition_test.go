@@ -393,6 +393,8 @@ func TestPartitioned_CorruptPartitionFailsTheRead(t *testing.T) {
 	may, err := r.KeyMayMatchErr([]byte(fk[0]))
 	require.NoError(t, err)
 	require.True(t, may)
+	// VerifyChecksums reads every partition from the file.
+	checkErr(r.VerifyChecksums(), bh)
 	require.NoError(t, r.Close())
 
 	// The third index partition: a Get and a seek into it fail; a scan
@@ -408,6 +410,7 @@ func TestPartitioned_CorruptPartitionFailsTheRead(t *testing.T) {
 	inPart := append([]byte(nil), it.key...) // the third partition's last key
 	_, _, _, _, err = r.Get(inPart, base.MaxSeqNum)
 	checkErr(err, bh)
+	checkErr(r.VerifyChecksums(), bh)
 	ti := r.NewIter()
 	require.False(t, ti.SeekGE(inPart))
 	checkErr(ti.Error(), bh)
