@@ -68,9 +68,11 @@ func TestPartitioned_SameAsRocksDB(t *testing.T) {
 		pe       prefix.Extractor
 		metaSize int
 		parts    int
+		whole    bool
 	}{
-		{"testdata/rocksdb/fv5-xxh3-snappy-partitioned-000009.sst", SnappyCompression, nil, 512, 6},
-		{"testdata/rocksdb-extra/partitioned-prefix12-000009.sst", NoCompression, prefix.Fixed(12), 256, 12},
+		{"testdata/rocksdb/fv5-xxh3-snappy-partitioned-000009.sst", SnappyCompression, nil, 512, 6, true},
+		{"testdata/rocksdb-extra/partitioned-prefix12-000009.sst", NoCompression, prefix.Fixed(12), 256, 12, true},
+		{"testdata/rocksdb-extra/partitioned-prefixonly12-000009.sst", NoCompression, prefix.Fixed(12), 256, 13, false},
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			theirs := openFixture(t, c.path)
@@ -79,7 +81,7 @@ func TestPartitioned_SameAsRocksDB(t *testing.T) {
 			require.Equal(t, uint32(IndexTwoLevelSearch), p.IndexType)
 			f := &memFile{}
 			w := NewWriter(f, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
-				Compression: c.comp, BloomBitsPerKey: 10, WholeKeyFiltering: true, PrefixExtractor: c.pe,
+				Compression: c.comp, BloomBitsPerKey: 10, WholeKeyFiltering: c.whole, PrefixExtractor: c.pe,
 				TwoLevelIndex: true, PartitionFilters: true, MetadataBlockSize: c.metaSize})
 			it := theirs.NewIter()
 			for ok := it.First(); ok; ok = it.Next() {
