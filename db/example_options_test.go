@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -68,6 +69,42 @@ func ExampleOptions_cacheIndexAndFilterBlocks() {
 	fmt.Println("cached filters pin less:", pinned[true] < pinned[false])
 	// Output:
 	// cached filters pin less: true
+}
+
+// Partitioned indexes and filters (RocksDB's kTwoLevelIndexSearch with
+// partition_filters): with CacheIndexAndFilterBlocks a table pins only its
+// two small top-level indexes, and a lookup reads the one filter partition
+// and index partition it needs through the block cache.
+func ExampleOptions_partitionFilters() {
+	pinned := map[bool]int64{}
+	for _, partitioned := range []bool{false, true} {
+		o := &db.Options{BloomBitsPerKey: 10, CacheIndexAndFilterBlocks: true}
+		if partitioned {
+			o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 4096
+		}
+		d, done := exampleDB(o)
+		for i := 0; i < 20000; i++ {
+			if err := d.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v"), nil); err != nil {
+				log.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			log.Fatal(err)
+		}
+		v, err := d.Get([]byte("key000042"), nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		_, err = d.Get([]byte("key999999"), nil)
+		fmt.Printf("partitioned: %v, found %s, absent key not found: %v\n", partitioned, v, errors.Is(err, db.ErrNotFound))
+		pinned[partitioned] = d.Metrics().TableReadersMem
+		done()
+	}
+	fmt.Println("partitioned index pins less:", pinned[true] < pinned[false])
+	// Output:
+	// partitioned: false, found v, absent key not found: true
+	// partitioned: true, found v, absent key not found: true
+	// partitioned index pins less: true
 }
 
 // Tables read through memory mappings (64-bit Linux): reads answer exactly

@@ -43,6 +43,35 @@ const (
 	FIFOCompaction
 )
 
+// IndexType selects the index of the tables the database writes (RocksDB's
+// BlockBasedTableOptions index_type). Tables record their own index type,
+// so a database reads tables of either type whatever the option says.
+type IndexType int
+
+const (
+	// IndexBinarySearch writes one index block per table, pinned in
+	// memory while the table is open (RocksDB's kBinarySearch, the
+	// default).
+	IndexBinarySearch IndexType = iota
+	// IndexTwoLevelSearch writes a partitioned index: index partitions of
+	// about MetadataBlockSize bytes and a small top-level index over them
+	// (RocksDB's kTwoLevelIndexSearch). With CacheIndexAndFilterBlocks only
+	// the top-level index stays pinned and the partitions are read through
+	// the block cache; it is also what PartitionFilters needs.
+	IndexTwoLevelSearch
+)
+
+// String returns RocksDB's name for the index type.
+func (t IndexType) String() string {
+	switch t {
+	case IndexBinarySearch:
+		return "kBinarySearch"
+	case IndexTwoLevelSearch:
+		return "kTwoLevelIndexSearch"
+	}
+	return "unknown"
+}
+
 // FS is the file-system interface every file access goes through.
 type FS = vfs.FS
 
@@ -135,9 +164,27 @@ type Options struct {
 	// BlockCacheSize/16 from 8 MiB up) is not read: lookups skip it and
 	// read the table's data block instead, as cheaper than reading the
 	// filter each time. A corrupt filter fails the read that probes it
-	// with ErrCorruption. Index blocks and partitioned filters (in tables
-	// RocksDB wrote) stay pinned. Default: false.
+	// with ErrCorruption. Single-level index blocks stay pinned. With
+	// PartitionFilters and IndexTwoLevelSearch, only each table's two small
+	// top-level indexes stay pinned: the filter and index partitions (about
+	// MetadataBlockSize each, small enough for any cache) are read through
+	// the cache, so a large table's filter is used without the whole of it
+	// having to fit in a cache shard. Default: false.
 	CacheIndexAndFilterBlocks bool
+	// IndexType of the tables written. Default: IndexBinarySearch.
+	IndexType IndexType
+	// PartitionFilters cuts each table's filter into partitions of about
+	// MetadataBlockSize bytes, aligned with the index partitions, under a
+	// small index of partitions (RocksDB's partition_filters). A lookup
+	// then probes one partition; with CacheIndexAndFilterBlocks it reads
+	// only that partition through the block cache. It takes effect only
+	// with IndexType IndexTwoLevelSearch: otherwise full filters are
+	// written, as RocksDB silently ignores partition_filters for other
+	// index types. Default: false.
+	PartitionFilters bool
+	// MetadataBlockSize is the target size in bytes of index and filter
+	// partitions (RocksDB's metadata_block_size). Default: 4096.
+	MetadataBlockSize int
 	// MaxOpenFiles bounds the table readers kept open. Default: 10000.
 	MaxOpenFiles int
 	// BlockSize is the uncompressed size of table data blocks. Default: 4 KiB.
@@ -224,6 +271,7 @@ const (
 	defaultMaxOpenFiles         = 10000
 	defaultKeepLogFileNum       = 1000
 	defaultBlockSize            = 4 << 10
+	defaultMetadataBlockSize    = 4096
 	defaultL0Trigger            = 4
 	defaultL0Slowdown           = 20
 	defaultL0Stop               = 36
@@ -249,6 +297,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxOpenFiles, defaultMaxOpenFiles)
 	setDefault(&r.KeepLogFileNum, defaultKeepLogFileNum)
 	setDefault(&r.BlockSize, defaultBlockSize)
+	setDefault(&r.MetadataBlockSize, defaultMetadataBlockSize)
 	setDefault(&r.Level0FileNumCompactionTrigger, defaultL0Trigger)
 	setDefault(&r.Level0SlowdownWritesTrigger, defaultL0Slowdown)
 	setDefault(&r.Level0StopWritesTrigger, defaultL0Stop)
@@ -338,6 +387,12 @@ func (o *Options) validate() error {
 		return bad("KeepLogFileNum", o.KeepLogFileNum, "must not be negative")
 	case o.BlockSize < 0:
 		return bad("BlockSize", o.BlockSize, "must not be negative")
+	case o.IndexType != IndexBinarySearch && o.IndexType != IndexTwoLevelSearch:
+		return bad("IndexType", int(o.IndexType), "unknown index type")
+	case o.MetadataBlockSize < 0:
+		return bad("MetadataBlockSize", o.MetadataBlockSize, "must not be negative")
+	case int64(o.MetadataBlockSize) > maxBlockSize:
+		return bad("MetadataBlockSize", o.MetadataBlockSize, fmt.Sprintf("above the limit of %d bytes", int64(maxBlockSize)))
 	case !o.WALRecoveryMode.valid():
 		return bad("WALRecoveryMode", int(o.WALRecoveryMode), "unknown WAL recovery mode")
 	case int64(o.BlockSize) > maxBlockSize:

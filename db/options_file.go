@@ -147,7 +147,9 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	t("block_size", itoa(int64(o.BlockSize)))
 	t("block_restart_interval", "16")
 	t("index_block_restart_interval", "1")
-	t("index_type", "kBinarySearch").OpenOnly = true // tables record their own
+	t("index_type", o.IndexType.String())
+	t("partition_filters", strconv.FormatBool(o.PartitionFilters && o.IndexType == IndexTwoLevelSearch))
+	t("metadata_block_size", itoa(int64(o.MetadataBlockSize)))
 	t("data_block_index_type", "kDataBlockBinarySearch").OpenOnly = true
 	t("enable_index_compression", "true")
 	t("checksum", "kXXH3")

@@ -23,6 +23,9 @@ func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
 		CreationTime:      time.Now().Unix(),
 		FileNumber:        fileNum,
 		DBIdentity:        d.identity,
+		TwoLevelIndex:     d.opts.IndexType == IndexTwoLevelSearch,
+		PartitionFilters:  d.opts.PartitionFilters,
+		MetadataBlockSize: d.opts.MetadataBlockSize,
 	}
 	switch d.opts.Compression {
 	case SnappyCompression:

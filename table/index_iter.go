@@ -1,6 +1,7 @@
 package table
 
 import (
+	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
 )
@@ -21,7 +22,7 @@ type indexIter struct {
 
 func (x *indexIter) init(r *Reader) {
 	x.r = r
-	x.twoLevel = r.partitions != nil
+	x.twoLevel = r.twoLevel
 	x.err = nil
 	r.initIndexIter(&x.top, r.index, r.firstKeyIndex && !x.twoLevel, true)
 	x.top.prefixes = r.indexPrefixes
@@ -45,6 +46,16 @@ func (x *indexIter) check(ok bool, it *blockIter, what string) bool {
 
 // loadPart points part at the partition the top entry names.
 func (x *indexIter) loadPart() bool {
+	if x.r.partitions == nil {
+		b, err := x.r.indexPartition(x.top.handle)
+		if err != nil {
+			x.err = err
+			return false
+		}
+		x.r.initIndexIter(&x.part, b, x.r.firstKeyIndex, true)
+		x.part.prefixes = nil
+		return true
+	}
 	b, ok := x.r.partitions[x.top.handle.offset]
 	if !ok {
 		x.err = x.r.corruptf("index partition at offset %d not found", x.top.handle.offset)
@@ -147,8 +158,11 @@ func (x *indexIter) seekGE(target []byte) bool {
 	return x.err == nil && x.nextPart()
 }
 
-// partitionedFilter is a pinned partitioned filter: an index block over
-// filter partitions, each an ordinary full filter.
+// partitionedFilter is a partitioned filter: an index block over filter
+// partitions, each an ordinary full filter. The index is pinned; the
+// partitions are pinned too (parts) unless the reader reads them through
+// the block cache (ReaderOptions.CacheIndexAndFilterBlocks), when parts is
+// nil and each partition is cached under (cacheID, its offset).
 type partitionedFilter struct {
 	top   []byte
 	parts map[uint64][]byte
@@ -159,13 +173,23 @@ func (r *Reader) readPartitionedFilter(h blockHandle) (*partitionedFilter, error
 	if err != nil {
 		return nil, err
 	}
-	pf := &partitionedFilter{top: b, parts: make(map[uint64][]byte)}
+	pf := &partitionedFilter{top: b}
+	cached := r.cachesMetadata()
+	if !cached {
+		pf.parts = make(map[uint64][]byte)
+	}
 	var it blockIter
 	if !r.initIndexIter(&it, b, false, false) {
 		return nil, r.corruptf("bad partitioned filter index at offset %d", h.offset)
 	}
 	for ok := it.first(); ok; ok = it.next() {
 		ph := it.handle
+		if cached {
+			if err := r.checkHandle(ph); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		pb, err := r.readRaw(ph, nil, false)
 		if err != nil {
 			return nil, err
@@ -178,12 +202,42 @@ func (r *Reader) readPartitionedFilter(h blockHandle) (*partitionedFilter, error
 	return pf, nil
 }
 
-// mayContain probes the partition whose separator is the first >= key. A
-// key past every separator is not in the table.
-func (pf *partitionedFilter) mayContain(r *Reader, key []byte) bool {
+// cachesMetadata reports whether filter and index partitions are read
+// through the block cache rather than pinned.
+func (r *Reader) cachesMetadata() bool {
+	return r.opts.CacheIndexAndFilterBlocks && r.opts.Cache != nil
+}
+
+// partition returns the filter partition at h: the pinned one, or the one
+// the cache holds, read from the file (checksum-verified) and cached on a
+// miss. It returns nil, and no error, when the partition is unknown or too
+// large for the cache. A hit does not allocate.
+func (pf *partitionedFilter) partition(r *Reader, h blockHandle) ([]byte, error) {
+	if pf.parts != nil {
+		return pf.parts[h.offset], nil
+	}
+	c := r.opts.Cache
+	if b, ok := c.Get(r.cacheID, h.offset); ok {
+		return b, nil
+	}
+	if !c.Fits(int(h.size) + blockTrailerLen) {
+		return nil, nil
+	}
+	b, err := r.readRaw(h, nil, false)
+	if err != nil {
+		return nil, errors.Wrap(err, "reading filter partition")
+	}
+	c.Set(r.cacheID, h.offset, b)
+	return b, nil
+}
+
+// mayContain probes the partition whose key is the first >= key (a user
+// key, or a prefix: see Reader.prefixPartitions) with key, or with its
+// hash h when hashed. A key past every partition is not in the table.
+func (pf *partitionedFilter) mayContain(r *Reader, key []byte, h uint64, hashed bool) (bool, error) {
 	var it blockIter
 	if !r.initIndexIter(&it, pf.top, false, true) {
-		return true
+		return true, nil
 	}
 	target := key
 	if !r.userKeyIndex {
@@ -191,11 +245,34 @@ func (pf *partitionedFilter) mayContain(r *Reader, key []byte) bool {
 		target = base.MakeInternalKey(key, base.MaxSeqNum, base.KindSeek).Append(buf[:0])
 	}
 	if !it.seekGE(target) {
-		return it.corrupt
+		return it.corrupt, nil
 	}
-	part, ok := pf.parts[it.handle.offset]
-	if !ok {
-		return true
+	part, err := pf.partition(r, it.handle)
+	if part == nil || err != nil {
+		return true, err
 	}
-	return bloom.MayContain(part, key)
+	if hashed {
+		return bloom.MayContainHash(part, h, key), nil
+	}
+	return bloom.MayContain(part, key), nil
+}
+
+// indexPartition returns the index partition at h through the block cache
+// (CacheIndexAndFilterBlocks): cached, or read from the file, verified
+// (checksum and block structure) and cached.
+func (r *Reader) indexPartition(h blockHandle) ([]byte, error) {
+	c := r.opts.Cache
+	if b, ok := c.Get(r.cacheID, h.offset); ok {
+		return b, nil
+	}
+	b, err := r.readBlockForCache(h)
+	if err != nil {
+		return nil, errors.Wrap(err, "reading index partition")
+	}
+	var it blockIter
+	if !r.initIndexIter(&it, b, r.firstKeyIndex, false) {
+		return nil, r.corruptf("bad index partition at offset %d", h.offset)
+	}
+	c.Set(r.cacheID, h.offset, b)
+	return b, nil
 }

@@ -443,6 +443,24 @@ func (r *Reader) VerifyChecksums() error {
 			return err
 		}
 	}
+	// Index and filter partitions, which the cache may hold (and which
+	// are not meta blocks).
+	tops := [][]byte{}
+	if r.twoLevel {
+		tops = append(tops, r.index)
+	}
+	if r.partFilter != nil {
+		tops = append(tops, r.partFilter.top)
+	}
+	for i, top := range tops {
+		var it blockIter
+		r.initIndexIter(&it, top, false, true)
+		for ok := it.first(); ok; ok = it.next() {
+			if _, err := r.readRaw(it.handle, nil, i == 0 && r.twoLevel); err != nil {
+				return err
+			}
+		}
+	}
 	var x indexIter
 	x.init(r)
 	for ok := x.first(); ok; ok = x.next() {

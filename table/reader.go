@@ -46,8 +46,16 @@ type ReaderOptions struct {
 	// handle lies within the file; a corrupt filter is reported by the
 	// probe that reads it. A filter too large for the cache to keep (see
 	// Cache.Fits) is not read at all: probes answer "may contain", so a
-	// lookup reads the data block instead of the much larger filter. Index
-	// blocks and partitioned filters stay pinned.
+	// lookup reads the data block instead of the much larger filter.
+	//
+	// With a partitioned filter and a two-level index (RocksDB's
+	// partition_filters and kTwoLevelIndexSearch), only the top-level
+	// index and the filter's partition index stay pinned: each filter
+	// partition and index partition is read through Cache when a probe or
+	// seek needs it (checksum-verified, charged its size like a data
+	// block), and a corrupt one fails the read that needs it. Open checks
+	// only that their handles lie within the file. Single-level index
+	// blocks stay pinned.
 	CacheIndexAndFilterBlocks bool
 }
 
@@ -56,8 +64,10 @@ type ReaderOptions struct {
 //
 // Invariants: footer, props, the index (and its partitions) and the filter
 // were read and checksum-verified at Open and stay pinned, immutable, until
-// Close, except a full filter under CacheIndexAndFilterBlocks, which is read
-// through the cache under (cacheID, filterH.offset) like a data block; data
+// Close, except under CacheIndexAndFilterBlocks a full filter, which is read
+// through the cache under (cacheID, filterH.offset) like a data block, and
+// index and filter partitions, read through the cache under (cacheID, their
+// offset) (partitions and partFilter.parts are then nil); data
 // blocks are read through the cache under (cacheID, offset); dataEnd is
 // where the footer starts, so every block handle followed lies below it.
 type Reader struct {
@@ -73,8 +83,12 @@ type Reader struct {
 	noCompression bool
 	dict          *zstd.Decoder
 
-	index      []byte            // top-level index block
-	partitions map[uint64][]byte // two-level index: partitions by offset
+	index []byte // top-level index block
+	// twoLevel: index holds handles of index partitions, pinned in
+	// partitions (by offset), or, when partitions is nil, read through the
+	// block cache (CacheIndexAndFilterBlocks).
+	twoLevel   bool
+	partitions map[uint64][]byte
 	// indexPrefixes and partPrefixes narrow index seeks (nil: too small).
 	indexPrefixes *keyPrefixes
 	partPrefixes  map[uint64]*keyPrefixes
@@ -317,9 +331,19 @@ func (r *Reader) readIndex() error {
 	if r.props.IndexType != IndexTwoLevelSearch {
 		return nil
 	}
-	r.partitions = make(map[uint64][]byte)
+	r.twoLevel = true
+	cached := r.cachesMetadata()
+	if !cached {
+		r.partitions = make(map[uint64][]byte)
+	}
 	for ok := it.first(); ok; ok = it.next() {
 		ph := it.handle
+		if cached {
+			if err := r.checkHandle(ph); err != nil {
+				return err
+			}
+			continue
+		}
 		pb, err := r.readRaw(ph, nil, true)
 		if err != nil {
 			return err
@@ -486,13 +510,30 @@ func (r *Reader) PrefixMayMatchErr(prefix []byte) (bool, error) {
 	if !r.prefixFilter {
 		return true, nil
 	}
-	// A prefix may sort before the separator of the partition that holds
-	// it, so partitioned filters are not probed for prefixes.
+	if r.partFilter != nil {
+		if !r.prefixPartitions() {
+			return true, nil
+		}
+		return r.partFilter.mayContain(r, prefix, 0, false)
+	}
 	f, err := r.filterBlock()
 	if f == nil || err != nil {
 		return true, err
 	}
 	return bloom.MayContain(f, prefix), nil
+}
+
+// prefixPartitions reports whether a partitioned filter may be probed for
+// a prefix in the partition the prefix itself selects. Its partition is the
+// first whose key is >= the prefix; when the prefix's first key lies in the
+// next partition, RocksDB's writer has added the prefix to this one too
+// (the prefix of the key following a cut goes into the partition before
+// it). That holds when every key with a prefix sorts at or after the
+// prefix and the keys of a prefix are contiguous: a built-in extractor
+// (fixed, capped or noop: a byte prefix of the key). Tables of a custom
+// extractor are not probed for prefixes.
+func (r *Reader) prefixPartitions() bool {
+	return strings.HasPrefix(r.props.PrefixExtractorName, "rocksdb.")
 }
 
 // WholeKeyFiltering reports whether the filter holds whole keys: the
@@ -515,7 +556,7 @@ func (r *Reader) KeyMayMatchHashErr(ukey []byte, h uint64) (bool, error) {
 		return true, nil
 	}
 	if r.partFilter != nil {
-		return r.partFilter.mayContain(r, ukey), nil
+		return r.partFilter.mayContain(r, ukey, h, true)
 	}
 	f, err := r.filterBlock()
 	if f == nil || err != nil {
@@ -537,6 +578,12 @@ func (r *Reader) PrefixMayMatchHashErr(prefix []byte, h uint64) (bool, error) {
 	if !r.prefixFilter {
 		return true, nil
 	}
+	if r.partFilter != nil {
+		if !r.prefixPartitions() {
+			return true, nil
+		}
+		return r.partFilter.mayContain(r, prefix, h, true)
+	}
 	f, err := r.filterBlock()
 	if f == nil || err != nil {
 		return true, err
@@ -546,7 +593,7 @@ func (r *Reader) PrefixMayMatchHashErr(prefix []byte, h uint64) (bool, error) {
 
 func (r *Reader) mayContain(key []byte) (bool, error) {
 	if r.partFilter != nil {
-		return r.partFilter.mayContain(r, key), nil
+		return r.partFilter.mayContain(r, key, 0, false)
 	}
 	f, err := r.filterBlock()
 	if f == nil || err != nil {

@@ -70,6 +70,8 @@ type Writer struct {
 	meta  WriterMetadata
 	// external adds RocksDB's external-file properties (ExternalWriter).
 	external bool
+	// part, when not nil, cuts the index (and the filter) into partitions.
+	part *partitioner
 }
 
 // NewWriter returns a Writer that writes a table to w. Errors in opts are
@@ -84,6 +86,9 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 			format = bloom.FastLocal
 		}
 		wr.filter = bloom.NewBuilder(opts.BloomBitsPerKey, format)
+	}
+	if opts.TwoLevelIndex {
+		wr.part = newPartitioner(wr)
 	}
 	return wr
 }
@@ -162,6 +167,9 @@ func (w *Writer) shouldFlush(key base.InternalKey, value []byte) bool {
 // addIndexEntry records the pending block's index entry with a separator
 // between the block's last key and next (the first key of the next block).
 func (w *Writer) addIndexEntry(next base.InternalKey) {
+	if w.part != nil {
+		w.part.beforeEntry(w, w.blockLastKey(), w.pendingH)
+	}
 	last, _ := base.DecodeInternalKey(w.blockLastKey())
 	if bytes.Equal(last.UserKey, next.UserKey) {
 		w.userKeyIndex = false
@@ -177,12 +185,19 @@ func (w *Writer) addIndexEntry(next base.InternalKey) {
 	}
 	w.index = append(w.index, indexEntry{sep: sep, handle: w.pendingH})
 	w.pending = false
+	if w.part != nil {
+		w.part.added(w)
+	}
 }
 
 func (w *Writer) blockLastKey() []byte { return w.blockLastUK }
 
 func (w *Writer) addFilter(ukey []byte) {
 	if w.filter == nil {
+		return
+	}
+	if w.part != nil && w.part.filters {
+		w.part.addFilter(w, ukey)
 		return
 	}
 	if pe := w.opts.PrefixExtractor; pe != nil && pe.InDomain(ukey) {

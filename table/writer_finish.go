@@ -29,12 +29,24 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		last, _ := base.DecodeInternalKey(w.blockLastUK)
 		w.index = append(w.index, indexEntry{sep: last.Append(nil), handle: w.pendingH})
 		w.pending = false
+		if w.part != nil {
+			w.part.added(w)
+			w.part.cut(len(w.index))
+		}
 	}
 	var metas []Property
 	addMeta := func(name string, h blockHandle) {
 		metas = append(metas, Property{Name: name, Value: h.append(nil)})
 	}
-	if w.filter != nil && w.filter.NumEntries() > 0 {
+	if w.part != nil && w.part.filters {
+		h, ok, err := w.writePartitionedFilter()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			addMeta(partFilterPrefix+builtinFilterName, h)
+		}
+	} else if w.filter != nil && w.filter.NumEntries() > 0 {
 		w.props.NumFilterEntries = uint64(w.filter.NumEntries())
 		fb := w.filter.Finish()
 		w.filter.Release()
@@ -89,6 +101,9 @@ func encodeSorted(entries []Property, restartInterval int) []byte {
 // writeIndex writes the index block: user-key separators when allowed,
 // delta-form entries (no value_len) from fv 4 on, restart interval 1.
 func (w *Writer) writeIndex() (blockHandle, error) {
+	if w.part != nil {
+		return w.writeTwoLevelIndex()
+	}
 	bw := blockWriter{restartInterval: 1, noValueLen: w.opts.FormatVersion >= 4}
 	var val []byte
 	for _, e := range w.index {
@@ -99,9 +114,10 @@ func (w *Writer) writeIndex() (blockHandle, error) {
 		val = e.handle.append(val[:0])
 		bw.add(key, val)
 	}
-	h, err := w.writeBlock(bw.finish(), w.opts.Compression)
-	w.props.IndexSize = h.size + blockTrailerLen
-	return h, err
+	raw := bw.finish()
+	// As RocksDB: the uncompressed size, plus one trailer.
+	w.props.IndexSize = uint64(len(raw)) + blockTrailerLen
+	return w.writeBlock(raw, w.opts.Compression)
 }
 
 func (w *Writer) writeRangeDels() (blockHandle, error) {
@@ -210,7 +226,7 @@ func (w *Writer) propertyList() []Property {
 	s(propDBIdentity, o.DBIdentity)
 	s(propDBSessionID, o.DBSessionID)
 	s(propDBHostID, o.HostIdentity)
-	out = append(out, Property{Name: propIndexType, Value: binary.LittleEndian.AppendUint32(nil, IndexBinarySearch)})
+	out = w.appendIndexTypeProps(out)
 	b(propWholeKeyFiltering, o.WholeKeyFiltering)
 	b(propPrefixFiltering, o.PrefixExtractor != nil)
 	if w.external {

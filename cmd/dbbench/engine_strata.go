@@ -49,6 +49,12 @@ func dbOptions(c *config) *db.Options {
 		FIFOAllowCompaction:              c.fifoAllowCompaction,
 		WALWriteSyscalls:                 c.walWriteSyscalls,
 	}
+	if c.partitionIndexFilter || c.partitionIndex {
+		// As db_bench: either flag selects the two-level index.
+		o.IndexType = db.IndexTwoLevelSearch
+		o.PartitionFilters = c.partitionIndexFilter
+		o.MetadataBlockSize = max(c.metadataBlockSize, 0)
+	}
 	if c.prefixSize > 0 {
 		o.PrefixExtractor = prefix.Fixed(c.prefixSize)
 	}

@@ -48,6 +48,17 @@ func TestDBOptions_Mapping(t *testing.T) {
 	require.Nil(t, d.PrefixExtractor)
 	require.False(t, d.WALWriteSyscalls) // the WAL is mapped by default
 	require.Equal(t, db.NoCompression, dbOptions(parse(t, "-compression_type=none")).Compression)
+
+	p := dbOptions(parse(t, "-partition_index_and_filters", "-metadata_block_size=512"))
+	require.Equal(t, db.IndexTwoLevelSearch, p.IndexType)
+	require.True(t, p.PartitionFilters)
+	require.Equal(t, 512, p.MetadataBlockSize)
+	p = dbOptions(parse(t, "-partition_index"))
+	require.Equal(t, db.IndexTwoLevelSearch, p.IndexType)
+	require.False(t, p.PartitionFilters)
+	require.Equal(t, 4096, p.MetadataBlockSize)
+	require.Equal(t, db.IndexBinarySearch, d.IndexType)
+	require.False(t, d.PartitionFilters)
 }
 
 // Every benchmark runs against the real engine and prints a result line. The

@@ -35,6 +35,9 @@ type config struct {
 	maxWriteBufferNumber int
 	cacheSize            int64
 	cacheIndexAndFilter  bool // cache_index_and_filter_blocks
+	partitionIndexFilter bool // partition_index_and_filters
+	partitionIndex       bool // partition_index
+	metadataBlockSize    int  // metadata_block_size
 	openFiles            int
 	blockSize            int
 	useExistingDB        bool
@@ -110,6 +113,9 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.IntVar(&c.maxWriteBufferNumber, "max_write_buffer_number", 2, "memtables before writes stall")
 	fs.Int64Var(&c.cacheSize, "cache_size", 8<<20, "block cache bytes; <= 0 = engine default")
 	fs.BoolVar(&c.cacheIndexAndFilter, "cache_index_and_filter_blocks", false, "read filter blocks through the block cache instead of pinning them (Options.CacheIndexAndFilterBlocks)")
+	fs.BoolVar(&c.partitionIndexFilter, "partition_index_and_filters", false, "partition index and filter blocks (Options.IndexType=IndexTwoLevelSearch, PartitionFilters)")
+	fs.BoolVar(&c.partitionIndex, "partition_index", false, "partition index blocks (Options.IndexType=IndexTwoLevelSearch)")
+	fs.IntVar(&c.metadataBlockSize, "metadata_block_size", 4096, "target size of index and filter partitions (Options.MetadataBlockSize)")
 	fs.IntVar(&c.openFiles, "open_files", -1, "max open table files; <= 0 = engine default")
 	fs.IntVar(&c.blockSize, "block_size", 4096, "table data block bytes")
 	fs.BoolVar(&c.useExistingDB, "use_existing_db", false, "do not destroy the existing database")

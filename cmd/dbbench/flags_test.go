@@ -56,7 +56,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-progress_reports=false", "-ops_between_duration_checks=10",
 		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg",
 		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30",
-		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks", "-mmap_read")
+		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks", "-mmap_read",
+		"-partition_index_and_filters", "-partition_index", "-metadata_block_size=1024")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
@@ -72,6 +73,7 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		statistics: true, progressReports: false, opsBetweenChecks: 10,
 		reportIntervalSecs: 2, reportFile: "/r.csv", reportPlot: "/p.svg",
 		mergeOperator: "max", mergeKeys: 12, mergeReadPercent: 30, mmapRead: true,
+		partitionIndexFilter: true, partitionIndex: true, metadataBlockSize: 1024,
 	}
 	require.Equal(t, want, *c)
 }

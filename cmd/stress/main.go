@@ -55,6 +55,7 @@ func run(args []string) int {
 	fs.StringVar(&compression, "compression", "snappy", "none, snappy or zstd")
 	fs.IntVar(&c.BloomBits, "bloom_bits", 10, "bloom filter bits per key (0 = none)")
 	fs.BoolVar(&c.CacheIndexAndFilterBlocks, "cache_index_and_filter_blocks", false, "read filter blocks through the block cache (Options.CacheIndexAndFilterBlocks)")
+	fs.BoolVar(&c.PartitionIndexAndFilters, "partition_index_and_filters", false, "write partitioned indexes and filters (256-byte partitions)")
 	fs.IntVar(&c.PrefixSize, "prefix_size", 7, "initial extractor fixed:N (0 = none); keys are 8 decimal digits")
 	fs.IntVar(&c.WriteBufferSize, "write_buffer_size", 64<<10, "memtable size in bytes")
 	fs.StringVar(&style, "compaction_style", "level", "level or fifo (fifo drops files: absent keys are allowed)")

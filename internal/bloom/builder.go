@@ -260,3 +260,36 @@ func (b *Builder) finishLegacy() []byte {
 	binary.LittleEndian.PutUint32(out[n+1:], lines)
 	return out
 }
+
+// ApproximateNumEntries returns how many keys a filter of at most bytes
+// bytes (metadata included) holds at the builder's bits per key, as
+// RocksDB's FilterBitsBuilder::ApproximateNumEntries computes it: the
+// number of keys a partitioned filter puts in one partition before it asks
+// for a cut. It may be 0 when bytes is below the smallest filter.
+func (b *Builder) ApproximateNumEntries(bytes int) int {
+	if b.format == Legacy {
+		if bytes <= 0 {
+			return 0
+		}
+		bits := uint64(bytes) * 8
+		if bits > 0xffff0000 {
+			bits = 0xffff0000
+		}
+		n := int(uint32(bits)/uint32(b.bitsPerKey)) + 1
+		for ; n >= 1; n-- {
+			if int(legacyNumLines(n, b.bitsPerKey))*lineBytes+metadataLen <= bytes {
+				break
+			}
+		}
+		return n
+	}
+	noMeta := 0
+	if bytes >= metadataLen {
+		rv := uint64(bytes - metadataLen)
+		if rv > 0xffffffc0 {
+			rv = 0xffffffc0
+		}
+		noMeta = int(rv &^ 63)
+	}
+	return int(uint64(8000) * uint64(noMeta) / uint64(b.bitsPerKey*1000))
+}

@@ -27,9 +27,13 @@ type Config struct {
 	// CacheIndexAndFilterBlocks sets the option of that name: filters
 	// are read through the block cache.
 	CacheIndexAndFilterBlocks bool
-	PrefixSize                int // initial extractor fixed:N; 0 = none
-	WriteBufferSize           int
-	FIFO                      bool
+	// PartitionIndexAndFilters writes two-level indexes and partitioned
+	// filters (Options.IndexType and PartitionFilters) with small
+	// partitions, so that even small tables have several.
+	PartitionIndexAndFilters bool
+	PrefixSize               int // initial extractor fixed:N; 0 = none
+	WriteBufferSize          int
+	FIFO                     bool
 	// DynamicLevelBytes sets Options.LevelCompactionDynamicLevelBytes.
 	DynamicLevelBytes bool
 	// AllowMmapReads sets the option of that name: tables are read through

@@ -95,6 +95,9 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		AllowMmapReads:                   r.cfg.AllowMmapReads,
 		CacheIndexAndFilterBlocks:        r.cfg.CacheIndexAndFilterBlocks,
 	}
+	if r.cfg.PartitionIndexAndFilters {
+		o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 256
+	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction
 		o.FIFOMaxTableFilesSize = 256 << 10

@@ -143,6 +143,16 @@ func TestStressFIFOZstd(t *testing.T) {
 	runStress(t, c)
 }
 
+// TestStressPartitioned runs the short stress with partitioned indexes and
+// filters read through the block cache, the prefix extractor swapped as it
+// runs: prefix probes of partitioned filters must never hide a key.
+func TestStressPartitioned(t *testing.T) {
+	c := memConfig(t)
+	c.PartitionIndexAndFilters, c.CacheIndexAndFilterBlocks, c.OpsPerThread = true, true, 800*scale()
+	r := runStress(t, c)
+	require.Positive(t, r.Stats.Swaps.Load())
+}
+
 // TestStressCatchesWrongAnswers checks that the oracle can fail: a key
 // changed behind its back is reported with the key.
 func TestStressCatchesWrongAnswers(t *testing.T) {
