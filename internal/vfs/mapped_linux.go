@@ -198,7 +198,7 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 			if !step() {
 				return written, nil
 			}
-			m.storeHeader(base+headers[k]-written, p[headers[k]:headers[k]+headerSize])
+			m.storeHeader(base+headers[k]-written, p[headers[k]:min(len(p), headers[k]+headerSize+1)])
 		}
 		m.size += int64(end - written)
 		written = end
@@ -206,19 +206,29 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 	return written, nil
 }
 
-// storeHeader writes hdr at win[off] with one unaligned 8-byte store that
-// also rewrites one neighbouring byte with the value the window already
-// holds there (the byte before, or at the window's start the byte after).
-func (m *mappedFile) storeHeader(off int, hdr []byte) {
+// storeHeader writes a fragment header at win[off] with one unaligned
+// 8-byte store. frag is the fragment from its header on, with at least the
+// header; the store's eighth byte is the fragment's first payload byte,
+// taken from frag (the payload is copied before the headers), when it has
+// one. Otherwise (an empty fragment) the store rewrites the byte before the
+// header, or at the window's start the byte after it, with the value the
+// window already holds there. The first form reads nothing from the
+// window: the byte before the header is the previous record's, which the
+// previous writer stored, often on another core, and loading it was a
+// cache miss under the commit lock.
+func (m *mappedFile) storeHeader(off int, frag []byte) {
 	var b [8]byte
-	at := off - 1
-	if off == 0 {
-		at = 0
-		copy(b[:], hdr)
+	at := off
+	switch {
+	case len(frag) > headerSize && binary.LittleEndian.Uint16(frag[4:6]) > 0:
+		copy(b[:], frag[:headerSize+1])
+	case off == 0:
+		copy(b[:], frag[:headerSize])
 		b[7] = m.win[headerSize]
-	} else {
+	default:
+		at = off - 1
 		b[0] = m.win[off-1]
-		copy(b[1:], hdr)
+		copy(b[1:], frag[:headerSize])
 	}
 	*(*uint64)(unsafe.Pointer(&m.win[at])) = binary.LittleEndian.Uint64(b[:])
 }
