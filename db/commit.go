@@ -44,12 +44,21 @@ import (
 //     drained (unpublished == 0): no write is then inserting into the old
 //     memtable, syncing the old WAL, or waiting to be published, and
 //     visibleSeq == lastSeq.
+//
+// Layout: the fields are grouped by who writes them, each group on cache
+// lines of its own (pad). With many writers, every line the holder of mu
+// touches comes from the previous holder's core; a line also written by
+// writers waiting for mu (blocked) or by publishers (unpublished, the
+// ring's head) was fetched again, mid-section, each time one of them
+// wrote it.
 type commitPipeline struct {
 	// mu serializes stage 1, and Flush, Ingest and Close's drain.
 	mu sync.Mutex
+	_  pad
 	// blocked is set by a writer that found mu held (see lock); the
 	// holder of mu moves it into contendedSeq.
 	blocked atomic.Bool
+	_       pad
 	// contendedSeq is lastSeq when a writer last found mu held. Writers
 	// insert concurrently until aloneAfter sequence numbers pass without
 	// one (see commitWrite). Under mu.
@@ -59,12 +68,14 @@ type commitPipeline struct {
 	// walBytes is a running total of the bytes appended to the WALs (it
 	// grows under mu); syncWAL compares positions in it.
 	walBytes atomic.Uint64
-	// unpublished counts the writers in pending. It grows under mu and
-	// shrinks under pubMu.
-	unpublished atomic.Int32
 	// pending is pushed under mu and popped under pubMu, so that taking a
 	// sequence number never waits for a publisher.
 	pending writerRing
+	_       pad
+	// unpublished counts the writers in pending. It grows under mu and
+	// shrinks under pubMu.
+	unpublished atomic.Int32
+	_           pad
 
 	// pubMu guards the popping of pending, the writers' applied and
 	// waiting flags, and drainWaiting.
@@ -215,13 +226,9 @@ func (d *DB) commitWrite(w *writer) error {
 			return err
 		}
 		w.walEnd = c.walBytes.Add(uint64(b.Len()))
-		d.stats.walBytes.Add(uint64(b.Len()))
 	}
 	w.last = seq + base.SeqNum(b.Count()) - 1
 	c.lastSeq = w.last
-	d.stats.writes.Add(1)
-	d.stats.keysWritten.Add(uint64(b.Count()))
-	d.stats.bytesWritten.Add(uint64(b.Len()))
 
 	// Stage 2. Alone: insert under mu with the single-writer path.
 	alone := rangeDels || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked(mem)
@@ -234,6 +241,7 @@ func (d *DB) commitWrite(w *writer) error {
 		_, err := applyBatch(mem.MemTable, b, seq, false)
 		d.visibleSeq.Store(uint64(w.last))
 		c.mu.Unlock()
+		d.countWrite(w, b)
 		if err != nil {
 			d.setBackgroundError(err)
 		}
@@ -243,12 +251,14 @@ func (d *DB) commitWrite(w *writer) error {
 	if alone {
 		_, err = applyBatch(mem.MemTable, b, seq, false)
 		c.mu.Unlock()
+		d.countWrite(w, b)
 	} else {
 		// Reserve the batch's room: the arena's usage lags behind
 		// concurrent inserts (fits counts reserved).
 		need := int64(arenaNeed(b))
 		mem.reserved.Add(need)
 		c.mu.Unlock()
+		d.countWrite(w, b)
 		_, err = applyBatch(mem.MemTable, b, seq, true)
 		mem.reserved.Add(-need)
 	}
@@ -259,6 +269,19 @@ func (d *DB) commitWrite(w *writer) error {
 	}
 	c.publish(d, w)
 	return err
+}
+
+// countWrite adds a write that took its sequence numbers to the write
+// statistics. It runs after the commit lock is released: the counters are
+// shared by every writer, and each update under the lock was a cache line
+// fetched from the previous writer's core while the others waited.
+func (d *DB) countWrite(w *writer, b *batch.Batch) {
+	if !w.disableWAL {
+		d.stats.walBytes.Add(uint64(b.Len()))
+	}
+	d.stats.writes.Add(1)
+	d.stats.keysWritten.Add(uint64(b.Count()))
+	d.stats.bytesWritten.Add(uint64(b.Len()))
 }
 
 // enqueue adds w, which just took the latest sequence numbers, to pending.
@@ -360,9 +383,16 @@ func (d *DB) syncWAL(f interface{ Sync() error }, logNum uint64, end uint64) err
 // full ring waits for a pop (the writers in flight would have to outnumber
 // ringSize, one per goroutine).
 type writerRing struct {
-	slots      [ringSize]atomic.Pointer[writer]
-	head, tail atomic.Uint64
+	tail  atomic.Uint64 // pushed under commitPipeline.mu
+	_     pad
+	slots [ringSize]atomic.Pointer[writer]
+	_     pad
+	head  atomic.Uint64 // popped under commitPipeline.pubMu
 }
+
+// pad keeps the fields before and after it on different cache lines (two
+// lines: CPUs fetch adjacent lines in pairs).
+type pad [128]byte
 
 const ringSize = 1 << 10
 

@@ -168,10 +168,13 @@ type memTable struct {
 	// size is the arena budget the memtable rotates at.
 	size int
 	refs atomic.Int32
+	_    pad
 	// reserved is the arena room (arenaNeed) of the concurrent inserts in
 	// progress, which the arena's usage does not show yet; it is non-zero
-	// exactly while one is in progress (see commitPipeline).
+	// exactly while one is in progress (see commitPipeline). Every
+	// concurrent inserter writes it: it has cache lines of its own.
 	reserved atomic.Int64
+	_        pad
 }
 
 // unref drops a reference to m and retires its arena after the last one.
