@@ -107,6 +107,39 @@ func ExampleOptions_partitionFilters() {
 	// partitioned index pins less: true
 }
 
+// With CacheIndexAndFilterBlocks, index and filter partitions go into a
+// high-priority pool of the block cache (HighPriPoolRatio of it, 0.5 by
+// default), which data blocks cannot evict them from: reads that touch
+// many data blocks leave the partitions cached. RocksDB's
+// cache_index_and_filter_blocks_with_high_priority and
+// high_pri_pool_ratio.
+func ExampleOptions_highPriPoolRatio() {
+	for _, disable := range []bool{false, true} {
+		d, done := exampleDB(&db.Options{BloomBitsPerKey: 10, CacheIndexAndFilterBlocks: true,
+			IndexType: db.IndexTwoLevelSearch, PartitionFilters: true,
+			BlockCacheSize: 256 << 10, HighPriPoolRatio: 0.25,
+			DisableCacheIndexAndFilterBlocksWithHighPriority: disable})
+		for i := 0; i < 20000; i++ {
+			if err := d.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v"), nil); err != nil {
+				log.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			log.Fatal(err)
+		}
+		if _, err := d.Get([]byte("key000042"), nil); err != nil {
+			log.Fatal(err)
+		}
+		m := d.Metrics()
+		fmt.Printf("high priority: %v, pool %d KiB, index and filter blocks in it: %v\n",
+			!disable, m.BlockCacheHighPri.Capacity>>10, m.BlockCacheHighPri.Size > 0)
+		done()
+	}
+	// Output:
+	// high priority: true, pool 64 KiB, index and filter blocks in it: true
+	// high priority: false, pool 64 KiB, index and filter blocks in it: false
+}
+
 // Tables read through memory mappings (64-bit Linux): reads answer exactly
 // as with pread.
 func ExampleOptions_allowMmapReads() {

@@ -53,6 +53,18 @@ type Metrics struct {
 	}
 	// BlockCache: the data-block cache.
 	BlockCache CacheMetrics
+	// BlockCacheHighPri: the block cache's high-priority pool, which holds
+	// the index and filter blocks read through the cache under
+	// CacheIndexAndFilterBlocks (unless
+	// DisableCacheIndexAndFilterBlocksWithHighPriority): Inserts counts
+	// those blocks read from the files into the pool (its misses), Size the
+	// bytes the pool holds, Capacity its bound (HighPriPoolRatio of the
+	// cache). Index and filter blocks the pool overflowed are counted in
+	// BlockCache.Size but not here.
+	BlockCacheHighPri struct {
+		Inserts        uint64
+		Size, Capacity int64
+	}
 	// TableCache: open table readers (Size is the number open).
 	TableCache CacheMetrics
 	// TableReadersMem is the bytes of metadata (index and filter blocks,
@@ -195,6 +207,8 @@ func (d *DB) Metrics() *Metrics {
 	m.WriteStall.Duration = time.Duration(s.stallMicros.Load()) * time.Microsecond
 	cs := d.cache.Stats()
 	m.BlockCache = CacheMetrics{Hits: cs.Hits, Misses: cs.Misses, Size: cs.Used, Capacity: cs.Capacity}
+	m.BlockCacheHighPri.Inserts = cs.HighPriInserts
+	m.BlockCacheHighPri.Size, m.BlockCacheHighPri.Capacity = cs.HighPriUsed, cs.HighPriCapacity
 	d.tables.mu.RLock()
 	open := len(d.tables.entries)
 	d.tables.mu.RUnlock()
@@ -257,6 +271,8 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "WAL: %d files, %s written, %d syncs\n", m.WAL.Files, humanBytes(m.WAL.Bytes), m.WAL.Syncs)
 	fmt.Fprintf(&b, "block cache: %s / %s, %d hits, %d misses (%.1f%% hit)\n", humanBytes(uint64(m.BlockCache.Size)),
 		humanBytes(uint64(m.BlockCache.Capacity)), m.BlockCache.Hits, m.BlockCache.Misses, 100*m.BlockCache.HitRate())
+	fmt.Fprintf(&b, "block cache high-pri pool: %s / %s, %d inserts\n", humanBytes(uint64(m.BlockCacheHighPri.Size)),
+		humanBytes(uint64(m.BlockCacheHighPri.Capacity)), m.BlockCacheHighPri.Inserts)
 	fmt.Fprintf(&b, "table cache: %d / %d open, %d hits, %d misses (%.1f%% hit)\n", m.TableCache.Size,
 		m.TableCache.Capacity, m.TableCache.Hits, m.TableCache.Misses, 100*m.TableCache.HitRate())
 	fmt.Fprintf(&b, "table readers pin: %s\n", humanBytes(uint64(max(m.TableReadersMem, 0))))

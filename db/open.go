@@ -83,7 +83,7 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d.seekCompactions = !o.DisableReadTriggeredCompactions && !o.ReadOnly &&
 		o.CompactionStyle == LevelCompaction
 	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
-	d.cache = cache.New(o.BlockCacheSize)
+	d.cache = cache.NewWithHighPriPool(o.BlockCacheSize, o.HighPriPoolRatio)
 	d.tables = newTableCache(d, o.MaxOpenFiles)
 	d.startEvents()
 	if err := d.open(); err != nil {

@@ -171,6 +171,26 @@ type Options struct {
 	// the cache, so a large table's filter is used without the whole of it
 	// having to fit in a cache shard. Default: false.
 	CacheIndexAndFilterBlocks bool
+	// DisableCacheIndexAndFilterBlocksWithHighPriority caches the blocks
+	// CacheIndexAndFilterBlocks reads through the block cache (filters,
+	// filter and index partitions) with the same priority as data blocks.
+	// By default, as RocksDB's cache_index_and_filter_blocks_with_high_priority
+	// (true there too), they are cached with high priority: into a pool of
+	// up to HighPriPoolRatio of the block cache that data blocks cannot
+	// evict them from, so that reads touching many data blocks do not push
+	// out the partitions every read needs (the pool is a bound, not a
+	// reservation: data blocks use the whole cache when it holds no index
+	// or filter blocks). Index and filter blocks beyond the pool's share
+	// compete with data blocks as they would without the pool. No effect
+	// without CacheIndexAndFilterBlocks.
+	DisableCacheIndexAndFilterBlocksWithHighPriority bool
+	// HighPriPoolRatio is the share of the block cache, in [0, 1], that
+	// high-priority index and filter blocks may hold (RocksDB's
+	// LRUCacheOptions high_pri_pool_ratio, 0.5 by default in RocksDB 7).
+	// Each cache shard keeps its own pool of that share of its capacity.
+	// 0 means the default: for no pool, set
+	// DisableCacheIndexAndFilterBlocksWithHighPriority. Default: 0.5.
+	HighPriPoolRatio float64
 	// IndexType of the tables written. Default: IndexBinarySearch.
 	IndexType IndexType
 	// PartitionFilters cuts each table's filter into partitions of about
@@ -268,6 +288,7 @@ const (
 	defaultMaxWriteBufferNumber = 2
 	defaultFIFOMaxSize          = 1 << 30
 	defaultBlockCacheSize       = 8 << 20
+	defaultHighPriPoolRatio     = 0.5
 	defaultMaxOpenFiles         = 10000
 	defaultKeepLogFileNum       = 1000
 	defaultBlockSize            = 4 << 10
@@ -294,6 +315,9 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxWriteBufferNumber, defaultMaxWriteBufferNumber)
 	setDefault(&r.FIFOMaxTableFilesSize, defaultFIFOMaxSize)
 	setDefault(&r.BlockCacheSize, defaultBlockCacheSize)
+	if r.HighPriPoolRatio == 0 {
+		r.HighPriPoolRatio = defaultHighPriPoolRatio
+	}
 	setDefault(&r.MaxOpenFiles, defaultMaxOpenFiles)
 	setDefault(&r.KeepLogFileNum, defaultKeepLogFileNum)
 	setDefault(&r.BlockSize, defaultBlockSize)
@@ -381,6 +405,8 @@ func (o *Options) validate() error {
 		return bad("FIFOMaxTableFilesSize", o.FIFOMaxTableFilesSize, "must not be negative")
 	case o.BlockCacheSize < 0:
 		return bad("BlockCacheSize", o.BlockCacheSize, "must not be negative")
+	case !(o.HighPriPoolRatio >= 0 && o.HighPriPoolRatio <= 1): // NaN too
+		return bad("HighPriPoolRatio", o.HighPriPoolRatio, "must be in [0, 1]")
 	case o.MaxOpenFiles < 0:
 		return bad("MaxOpenFiles", o.MaxOpenFiles, "must not be negative")
 	case o.KeepLogFileNum < 0:

@@ -178,6 +178,18 @@ func TestOptionsBounds(t *testing.T) {
 		{"BlockCacheSize", func(o *db.Options) { o.BlockCacheSize = 1 }, true, false},
 		{"BlockCacheSize", func(o *db.Options) { o.BlockCacheSize = math.MaxInt64 }, true, false},
 
+		{"HighPriPoolRatio", func(o *db.Options) { o.HighPriPoolRatio = -0.1 }, false, false},
+		{"HighPriPoolRatio", func(o *db.Options) { o.HighPriPoolRatio = 1.01 }, false, false},
+		{"HighPriPoolRatio", func(o *db.Options) { o.HighPriPoolRatio = math.NaN() }, false, false},
+		{"HighPriPoolRatio", func(o *db.Options) { o.HighPriPoolRatio = math.Inf(1) }, false, false},
+		{"HighPriPoolRatio", func(o *db.Options) { o.HighPriPoolRatio = 1 }, true, false},
+		{"HighPriPoolRatio", func(o *db.Options) {
+			o.HighPriPoolRatio, o.CacheIndexAndFilterBlocks = 0.01, true
+		}, true, false},
+		{"DisableCacheIndexAndFilterBlocksWithHighPriority", func(o *db.Options) {
+			o.DisableCacheIndexAndFilterBlocksWithHighPriority, o.CacheIndexAndFilterBlocks = true, true
+		}, true, false},
+
 		{"MaxOpenFiles", func(o *db.Options) { o.MaxOpenFiles = -1 }, false, false},
 		{"MaxOpenFiles", func(o *db.Options) { o.MaxOpenFiles = 1 }, true, false},
 		{"MaxOpenFiles", func(o *db.Options) { o.MaxOpenFiles = math.MaxInt }, true, false},

@@ -144,6 +144,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	t("filter_policy", filter)
 	t("whole_key_filtering", "true")
 	t("cache_index_and_filter_blocks", strconv.FormatBool(o.CacheIndexAndFilterBlocks))
+	t("cache_index_and_filter_blocks_with_high_priority", strconv.FormatBool(!o.DisableCacheIndexAndFilterBlocksWithHighPriority))
 	t("block_size", itoa(int64(o.BlockSize)))
 	t("block_restart_interval", "16")
 	t("index_block_restart_interval", "1")

@@ -175,6 +175,7 @@ func (d *DB) statsString() string {
 	d.mu.Unlock()
 	cs := d.cache.Stats()
 	fmt.Fprintf(&b, "Block cache: %d hits, %d misses, %d / %d bytes\n", cs.Hits, cs.Misses, cs.Used, cs.Capacity)
+	fmt.Fprintf(&b, "Block cache high-pri pool: %d inserts, %d / %d bytes\n", cs.HighPriInserts, cs.HighPriUsed, cs.HighPriCapacity)
 	fmt.Fprintf(&b, "Filters: %d checks, %d useful; prefix fast path %d, slow path %d, incompatible %d\n",
 		s.filterChecks.Load(), s.filterUseful.Load(), s.prefixFastPath.Load(), s.prefixSlowPath.Load(), s.prefixIncompatible.Load())
 	return b.String()

@@ -227,7 +227,7 @@ func (pf *partitionedFilter) partition(r *Reader, h blockHandle) ([]byte, error)
 	if err != nil {
 		return nil, errors.Wrap(err, "reading filter partition")
 	}
-	c.Set(r.cacheID, h.offset, b)
+	r.cacheMetadata(h.offset, b)
 	return b, nil
 }
 
@@ -273,6 +273,6 @@ func (r *Reader) indexPartition(h blockHandle) ([]byte, error) {
 	if !r.initIndexIter(&it, b, r.firstKeyIndex, false) {
 		return nil, r.corruptf("bad index partition at offset %d", h.offset)
 	}
-	c.Set(r.cacheID, h.offset, b)
+	r.cacheMetadata(h.offset, b)
 	return b, nil
 }

@@ -476,3 +476,52 @@ func TestPartitioned_CachedConcurrent(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// Under CacheIndexAndFilterBlocksWithHighPriority the filter and index
+// partitions a read needs go into the cache's high-priority pool and data
+// blocks do not; data-block churn then leaves the partitions cached, where
+// without it they have to be read again.
+func TestPartitioned_HighPriorityPartitions(t *testing.T) {
+	o := pinnedOpts
+	o.TwoLevelIndex, o.PartitionFilters = true, true
+	f, _ := buildTable(t, pinnedModel(20000), nil, o)
+	for _, high := range []bool{false, true} {
+		c := cache.NewWithHighPriPool(64<<10, 0.5)
+		r, err := Open(f, int64(len(f.b)), ReaderOptions{FileName: "part.sst", Cache: c,
+			CacheIndexAndFilterBlocks: true, CacheIndexAndFilterBlocksWithHighPriority: high})
+		require.NoError(t, err)
+		key := []byte("key00004242")
+		read := func() {
+			may, err := r.KeyMayMatchHashErr(key, bloom.HashKey(key))
+			require.NoError(t, err)
+			require.True(t, may)
+			_, _, _, found, err := r.Get(key, base.MaxSeqNum)
+			require.NoError(t, err)
+			require.True(t, found)
+		}
+		read()
+		st := c.Stats()
+		require.Equal(t, uint64(3), st.Inserts, "a filter partition, an index partition and a data block")
+		if high {
+			require.Equal(t, uint64(2), st.HighPriInserts, "the two partitions")
+			require.Greater(t, st.HighPriUsed, int64(0))
+			require.Less(t, st.HighPriUsed, st.Used, "the data block is not in the pool")
+		} else {
+			require.Zero(t, st.HighPriInserts)
+			require.Zero(t, st.HighPriUsed)
+		}
+		// Other tables' data blocks, several times the cache's capacity.
+		for off := uint64(0); off < 100; off++ {
+			c.Set(1<<40, off, make([]byte, 4096))
+		}
+		read()
+		st2 := c.Stats()
+		if high {
+			require.Equal(t, st.Inserts+1+100, st2.Inserts, "only the data block is read again")
+			require.Equal(t, st.HighPriInserts, st2.HighPriInserts)
+		} else {
+			require.Equal(t, st.Inserts+3+100, st2.Inserts, "both partitions and the data block are read again")
+		}
+		require.NoError(t, r.Close())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
+	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/checksum"
 )
 
@@ -57,6 +58,12 @@ type ReaderOptions struct {
 	// only that their handles lie within the file. Single-level index
 	// blocks stay pinned.
 	CacheIndexAndFilterBlocks bool
+	// CacheIndexAndFilterBlocksWithHighPriority caches the blocks that
+	// CacheIndexAndFilterBlocks reads through Cache (filters, filter and
+	// index partitions) with cache.HighPriority, so that data blocks do
+	// not evict them while Cache's high-priority pool has room (RocksDB's
+	// cache_index_and_filter_blocks_with_high_priority).
+	CacheIndexAndFilterBlocksWithHighPriority bool
 }
 
 // Reader reads one table. It is safe for concurrent use by iterators and
@@ -474,8 +481,18 @@ func (r *Reader) filterBlock() ([]byte, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "reading filter block")
 	}
-	c.Set(r.cacheID, h.offset, b)
+	r.cacheMetadata(h.offset, b)
 	return b, nil
+}
+
+// cacheMetadata caches the index or filter block b at offset, with high
+// priority under CacheIndexAndFilterBlocksWithHighPriority.
+func (r *Reader) cacheMetadata(offset uint64, b []byte) {
+	pri := cache.LowPriority
+	if r.opts.CacheIndexAndFilterBlocksWithHighPriority {
+		pri = cache.HighPriority
+	}
+	r.opts.Cache.SetWithPriority(r.cacheID, offset, b, pri)
 }
 
 // KeyMayMatch probes the whole-key filter. It is true when there is no

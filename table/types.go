@@ -55,3 +55,12 @@ func MakeInternalKey(userKey []byte, seq SeqNum, kind Kind) InternalKey {
 
 // NewCache returns a block cache of about capacityBytes.
 func NewCache(capacityBytes int64) *Cache { return cache.New(capacityBytes) }
+
+// NewCacheWithHighPriPool returns a block cache of about capacityBytes
+// whose shards keep up to highPriPoolRatio of their capacity for the index
+// and filter blocks of readers opened with
+// CacheIndexAndFilterBlocksWithHighPriority (RocksDB's
+// high_pri_pool_ratio).
+func NewCacheWithHighPriPool(capacityBytes int64, highPriPoolRatio float64) *Cache {
+	return cache.NewWithHighPriPool(capacityBytes, highPriPoolRatio)
+}

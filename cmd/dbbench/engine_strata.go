@@ -24,17 +24,21 @@ type strataEngine struct {
 // leave it zero.
 func dbOptions(c *config) *db.Options {
 	o := &db.Options{
-		CreateIfMissing:                  !c.useExistingDB,
-		ReadOnly:                         c.readOnly,
-		WriteBufferSize:                  int(c.writeBufferSize),
-		MaxWriteBufferNumber:             c.maxWriteBufferNumber,
-		BloomBitsPerKey:                  max(c.bloomBits, 0),
-		DisableAutoCompactions:           c.disableAutoCompactions,
-		DisableReadTriggeredCompactions:  c.noReadCompactions,
-		DisableConcurrentMemtableWrites:  !c.concurrentMemWrite,
-		AllowMmapReads:                   c.mmapRead,
-		BlockCacheSize:                   max(c.cacheSize, 0),
-		CacheIndexAndFilterBlocks:        c.cacheIndexAndFilter,
+		CreateIfMissing:                 !c.useExistingDB,
+		ReadOnly:                        c.readOnly,
+		WriteBufferSize:                 int(c.writeBufferSize),
+		MaxWriteBufferNumber:            c.maxWriteBufferNumber,
+		BloomBitsPerKey:                 max(c.bloomBits, 0),
+		DisableAutoCompactions:          c.disableAutoCompactions,
+		DisableReadTriggeredCompactions: c.noReadCompactions,
+		DisableConcurrentMemtableWrites: !c.concurrentMemWrite,
+		AllowMmapReads:                  c.mmapRead,
+		BlockCacheSize:                  max(c.cacheSize, 0),
+		CacheIndexAndFilterBlocks:       c.cacheIndexAndFilter,
+		// As db_bench: a ratio > 0 also turns on
+		// cache_index_and_filter_blocks_with_high_priority.
+		DisableCacheIndexAndFilterBlocksWithHighPriority: c.cacheHighPriRatio <= 0,
+		HighPriPoolRatio:                 c.cacheHighPriRatio,
 		MaxOpenFiles:                     max(c.openFiles, 0),
 		BlockSize:                        c.blockSize,
 		Level0FileNumCompactionTrigger:   c.l0CompactionTrigger,

@@ -36,7 +36,8 @@ func TestDBOptions_Mapping(t *testing.T) {
 		Level0SlowdownWritesTrigger: 3, Level0StopWritesTrigger: 4,
 		TargetFileSizeBase: 5000, MaxBytesForLevelBase: 6000,
 		MaxBytesForLevelMultiplier: 7, MaxBackgroundJobs: 8, WALWriteSyscalls: true,
-		LevelCompactionDynamicLevelBytes: true,
+		LevelCompactionDynamicLevelBytes:                 true,
+		DisableCacheIndexAndFilterBlocksWithHighPriority: true, // -cache_high_pri_pool_ratio=0
 	}, *o)
 
 	d := dbOptions(parse(t))
@@ -59,6 +60,12 @@ func TestDBOptions_Mapping(t *testing.T) {
 	require.Equal(t, 4096, p.MetadataBlockSize)
 	require.Equal(t, db.IndexBinarySearch, d.IndexType)
 	require.False(t, d.PartitionFilters)
+
+	// As db_bench, a high-priority pool turns on high priority.
+	require.True(t, d.DisableCacheIndexAndFilterBlocksWithHighPriority)
+	h := dbOptions(parse(t, "-cache_index_and_filter_blocks", "-cache_high_pri_pool_ratio=0.5"))
+	require.False(t, h.DisableCacheIndexAndFilterBlocksWithHighPriority)
+	require.Equal(t, 0.5, h.HighPriPoolRatio)
 }
 
 // Every benchmark runs against the real engine and prints a result line. The

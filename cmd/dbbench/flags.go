@@ -34,10 +34,11 @@ type config struct {
 	writeBufferSize      int64
 	maxWriteBufferNumber int
 	cacheSize            int64
-	cacheIndexAndFilter  bool // cache_index_and_filter_blocks
-	partitionIndexFilter bool // partition_index_and_filters
-	partitionIndex       bool // partition_index
-	metadataBlockSize    int  // metadata_block_size
+	cacheIndexAndFilter  bool    // cache_index_and_filter_blocks
+	cacheHighPriRatio    float64 // cache_high_pri_pool_ratio
+	partitionIndexFilter bool    // partition_index_and_filters
+	partitionIndex       bool    // partition_index
+	metadataBlockSize    int     // metadata_block_size
 	openFiles            int
 	blockSize            int
 	useExistingDB        bool
@@ -113,6 +114,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.IntVar(&c.maxWriteBufferNumber, "max_write_buffer_number", 2, "memtables before writes stall")
 	fs.Int64Var(&c.cacheSize, "cache_size", 8<<20, "block cache bytes; <= 0 = engine default")
 	fs.BoolVar(&c.cacheIndexAndFilter, "cache_index_and_filter_blocks", false, "read filter blocks through the block cache instead of pinning them (Options.CacheIndexAndFilterBlocks)")
+	fs.Float64Var(&c.cacheHighPriRatio, "cache_high_pri_pool_ratio", 0, "share of the block cache for high-priority index and filter blocks; > 0 also caches them with high priority, as db_bench (Options.HighPriPoolRatio; 0 = DisableCacheIndexAndFilterBlocksWithHighPriority, though the engine's own default is 0.5)")
 	fs.BoolVar(&c.partitionIndexFilter, "partition_index_and_filters", false, "partition index and filter blocks (Options.IndexType=IndexTwoLevelSearch, PartitionFilters)")
 	fs.BoolVar(&c.partitionIndex, "partition_index", false, "partition index blocks (Options.IndexType=IndexTwoLevelSearch)")
 	fs.IntVar(&c.metadataBlockSize, "metadata_block_size", 4096, "target size of index and filter partitions (Options.MetadataBlockSize)")
@@ -221,6 +223,7 @@ func (c *config) validate() error {
 		{c.fifoMaxTableFilesMB > math.MaxInt64>>20, "-fifo_compaction_max_table_files_size_mb out of range"},
 		{c.mergeOperator != "" && db.MergeOperatorByName(c.mergeOperator) == nil, "-merge_operator=" + c.mergeOperator + " is not a known operator"},
 		{c.mergeReadPercent < 0 || c.mergeReadPercent > 100, "-mergereadpercent must be in [0, 100]"},
+		{!(c.cacheHighPriRatio >= 0 && c.cacheHighPriRatio <= 1), "-cache_high_pri_pool_ratio must be in [0, 1]"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

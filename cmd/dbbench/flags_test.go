@@ -57,7 +57,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-report_interval_seconds=2", "-report_file=/r.csv", "-report_plot=/p.svg",
 		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30",
 		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks", "-mmap_read",
-		"-partition_index_and_filters", "-partition_index", "-metadata_block_size=1024")
+		"-partition_index_and_filters", "-partition_index", "-metadata_block_size=1024",
+		"-cache_high_pri_pool_ratio=0.25")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
@@ -74,6 +75,7 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		reportIntervalSecs: 2, reportFile: "/r.csv", reportPlot: "/p.svg",
 		mergeOperator: "max", mergeKeys: 12, mergeReadPercent: 30, mmapRead: true,
 		partitionIndexFilter: true, partitionIndex: true, metadataBlockSize: 1024,
+		cacheHighPriRatio: 0.25,
 	}
 	require.Equal(t, want, *c)
 }
@@ -100,6 +102,7 @@ func TestParseFlags_Errors(t *testing.T) {
 		"-report_plot needs":            {"-report_plot=x.svg"},
 		"whole number":                  {"-max_bytes_for_level_multiplier=1.5"},
 		"writes, but -readonly":         {"-readonly", "-benchmarks=fillrandom"},
+		"-cache_high_pri_pool_ratio":    {"-cache_high_pri_pool_ratio=1.5"},
 	}
 	for want, args := range cases {
 		t.Run(want, func(t *testing.T) {

@@ -55,6 +55,10 @@ func run(args []string) int {
 	fs.StringVar(&compression, "compression", "snappy", "none, snappy or zstd")
 	fs.IntVar(&c.BloomBits, "bloom_bits", 10, "bloom filter bits per key (0 = none)")
 	fs.BoolVar(&c.CacheIndexAndFilterBlocks, "cache_index_and_filter_blocks", false, "read filter blocks through the block cache (Options.CacheIndexAndFilterBlocks)")
+	var highPri bool
+	fs.BoolVar(&highPri, "cache_index_and_filter_blocks_with_high_priority", true, "cache index and filter blocks in the block cache's high-priority pool (false: Options.DisableCacheIndexAndFilterBlocksWithHighPriority)")
+	fs.Float64Var(&c.HighPriPoolRatio, "cache_high_pri_pool_ratio", 0, "share of the block cache for high-priority blocks (Options.HighPriPoolRatio; 0 = engine default)")
+	fs.Int64Var(&c.BlockCacheSize, "cache_size", 0, "block cache bytes (Options.BlockCacheSize; 0 = engine default)")
 	fs.BoolVar(&c.PartitionIndexAndFilters, "partition_index_and_filters", false, "write partitioned indexes and filters (256-byte partitions)")
 	fs.IntVar(&c.PrefixSize, "prefix_size", 7, "initial extractor fixed:N (0 = none); keys are 8 decimal digits")
 	fs.IntVar(&c.WriteBufferSize, "write_buffer_size", 64<<10, "memtable size in bytes")
@@ -101,6 +105,7 @@ func run(args []string) int {
 		return 2
 	}
 	c.DisableConcurrentMemtableWrites = !*allowConcurrent
+	c.DisableCacheIndexAndFilterBlocksWithHighPriority = !highPri
 	if c.Seed == 0 {
 		c.Seed = time.Now().UnixNano() % 1000000007
 	}

@@ -34,9 +34,35 @@
 // goes; the entry being inserted is never the one evicted. The result
 // approximates LRU the way CLOCK does;
 // hits still take the shard mutex for the map lookup.
+//
+// # Priorities: the high-priority pool
+//
+// An entry is inserted with a Priority. As in RocksDB's LRU cache with
+// high_pri_pool_ratio, each shard reserves a share of its capacity, the
+// high-priority pool (ratio × shard capacity, set by NewWithHighPriPool),
+// for high-priority entries: the table reader's index and filter blocks
+// and partitions under cache_index_and_filter_blocks_with_high_priority.
+// Each shard keeps two lists: the pool's, and the low list holding
+// low-priority entries and the high-priority entries the pool had no room
+// for. A high-priority insert goes to the front of the pool; while the
+// pool's charges exceed its bound, its least recently used entry (with the
+// same second chance as eviction) moves to the front of the low list,
+// where it ages like any other entry. Eviction takes the low list's least
+// recently used entry first, so data blocks never evict the pool's entries
+// while the low list has any other: only the entries the pool overflowed
+// compete with data blocks, and the pool itself gives way only to newer
+// high-priority entries. A high-priority entry that was moved out of the
+// pool and reaches the low list's end with its reference bit set goes back
+// to the front of the pool, as a hit in RocksDB moves it back into the
+// pool. Every move is O(1) and each clears a reference bit or follows an
+// insert, so eviction stays O(1) amortized. The pool is a bound, not a
+// reservation: without high-priority entries the low list may use the
+// whole capacity. With ratio 0 (New) the pool holds nothing and the cache
+// is the plain LRU-with-second-chance above.
 package cache
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -94,14 +120,31 @@ const (
 )
 
 // Stats is a snapshot of cache counters. Hits and Misses count Get calls.
-// Inserts counts Set calls that stored a value (including replacements).
+// Inserts counts Set calls that stored a value (including replacements),
+// HighPriInserts those of them with HighPriority.
 // Evictions counts entries dropped to make room or after SetCapacity shrank
 // the cache; entries dropped by EvictFile or replaced by Set are not counted.
-// Used is the sum of the charges of the cached entries.
+// Used is the sum of the charges of the cached entries, HighPriUsed that of
+// the entries in the high-priority pools, whose bound (the sum over the
+// shards) is HighPriCapacity.
 type Stats struct {
 	Hits, Misses, Inserts, Evictions uint64
+	HighPriInserts                   uint64
 	Used, Capacity                   int64
+	HighPriUsed, HighPriCapacity     int64
 }
+
+// Priority is the priority an entry is cached with (see the package
+// comment).
+type Priority uint8
+
+const (
+	// LowPriority entries (data blocks) are evicted first.
+	LowPriority Priority = iota
+	// HighPriority entries (index and filter blocks) are kept in the
+	// high-priority pool while it has room.
+	HighPriority
+)
 
 // Cache is a sharded, byte-bounded LRU block cache. It is safe for
 // concurrent use. The zero value is not usable; call New.
@@ -110,14 +153,17 @@ type Cache struct {
 	mask     uint64 // len(shards) - 1
 	nextID   atomic.Uint64
 	capacity atomic.Int64 // total capacity as last set
+	// highRatio is the share of each shard's capacity its high-priority
+	// pool may hold, in [0, 1]; fixed at construction.
+	highRatio float64
 }
 
 type key struct {
 	id, offset uint64
 }
 
-// entry is one cached block, linked into its shard's LRU list by index
-// into the shard's entries slice.
+// entry is one cached block, linked into one of its shard's two LRU lists
+// by index into the shard's entries slice.
 type entry struct {
 	key        key
 	value      []byte
@@ -126,10 +172,23 @@ type entry struct {
 	// referenced is set by Get: the entry gets a second chance when it
 	// reaches the LRU end (see evictLocked).
 	referenced bool
+	// high: inserted with HighPriority. inHigh: linked into the
+	// high-priority pool's list (else into the low list).
+	high, inHigh bool
 }
 
-// sentinel is the index of a shard's list head in its entries slice.
-const sentinel = 0
+const (
+	// sentinel is the index of the head of a shard's low list in its
+	// entries slice, and ends the free list.
+	sentinel = 0
+	// highSentinel is the index of the head of the high-priority pool's
+	// list.
+	highSentinel = 1
+	// firstSlot is the first index that holds an entry.
+	firstSlot = 2
+	// noKeep tells evictLocked that no entry is exempt.
+	noKeep = -1
+)
 
 // shard is one independently locked part of the cache.
 //
@@ -139,22 +198,29 @@ const sentinel = 0
 // the values in the slice do). Freed slots are reused through a free list
 // linked by next.
 //
-// Invariants (with mu held): entries[sentinel] is the list head; every
-// index in table is linked exactly once into the circular list through
-// entries[sentinel] (its next is the most recently used, its prev the
-// least) and is the slot of the entry with that key; the other slots are
-// on the free list, zeroed but for next; used is the sum of the listed
-// entries' charges; after any Set or setCapacity returns, used ≤ capacity.
+// Invariants (with mu held): entries[sentinel] and entries[highSentinel]
+// are the heads of the low and the high-priority lists; every index in
+// table is linked exactly once into one of the two circular lists (a
+// head's next is the most recently used, its prev the least), into the
+// high one exactly when its inHigh is set, which only a high entry has,
+// and is the slot of the entry with that key; the other slots (from
+// firstSlot) are on the free list, zeroed but for next; used is the sum of
+// the listed entries' charges and highUsed that of the high list's; after
+// any Set or SetCapacity returns, used ≤ capacity and highUsed ≤
+// highCapacity.
 type shard struct {
 	mu struct {
 		sync.Mutex
-		capacity  int64
-		used      int64
-		table     map[key]int32
-		entries   []entry
-		free      int32 // first free slot, or sentinel when none
-		inserts   uint64
-		evictions uint64
+		capacity     int64
+		used         int64
+		highCapacity int64
+		highUsed     int64
+		table        map[key]int32
+		entries      []entry
+		free         int32 // first free slot, or sentinel when none
+		inserts      uint64
+		highInserts  uint64
+		evictions    uint64
 	}
 	hits, misses atomic.Uint64
 	_            [64]byte // keep neighbouring shards' hot fields apart
@@ -162,24 +228,55 @@ type shard struct {
 
 // New returns a cache holding at most capacityBytes bytes of charges. A
 // capacity ≤ 0 gives a cache that stores nothing (but still counts misses).
+// It has no high-priority pool: HighPriority entries are cached as
+// LowPriority ones.
 func New(capacityBytes int64) *Cache {
+	return NewWithHighPriPool(capacityBytes, 0)
+}
+
+// NewWithHighPriPool returns a cache like New whose shards each keep up to
+// highPriPoolRatio of their capacity for HighPriority entries (RocksDB's
+// LRUCacheOptions high_pri_pool_ratio; see the package comment). A ratio
+// outside [0, 1] (or NaN) is taken as the nearest bound (NaN as 0).
+func NewWithHighPriPool(capacityBytes int64, highPriPoolRatio float64) *Cache {
 	n := maxShards
 	for n > 1 && capacityBytes/int64(n) < minShardCapacity {
 		n /= 2
 	}
-	return newWithShards(capacityBytes, n)
+	return newWithPool(capacityBytes, n, highPriPoolRatio)
 }
 
-// newWithShards returns a cache with n shards; n must be a power of two.
+// newWithShards returns a cache with n shards and no high-priority pool; n
+// must be a power of two.
 func newWithShards(capacityBytes int64, n int) *Cache {
-	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1)}
+	return newWithPool(capacityBytes, n, 0)
+}
+
+// newWithPool returns a cache with n shards, n a power of two, and a
+// high-priority pool of highPriPoolRatio (see NewWithHighPriPool).
+func newWithPool(capacityBytes int64, n int, highPriPoolRatio float64) *Cache {
+	if !(highPriPoolRatio > 0) { // also NaN
+		highPriPoolRatio = 0
+	}
+	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1), highRatio: math.Min(highPriPoolRatio, 1)}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.table = make(map[key]int32)
-		s.mu.entries = make([]entry, 1) // the sentinel, linked to itself
+		// The two list heads, each linked to itself.
+		s.mu.entries = make([]entry, firstSlot)
+		s.mu.entries[highSentinel] = entry{prev: highSentinel, next: highSentinel}
 	}
 	c.SetCapacity(capacityBytes)
 	return c
+}
+
+// HighPriPoolRatio returns the share of the capacity the high-priority
+// pool may hold.
+func (c *Cache) HighPriPoolRatio() float64 {
+	if c == nil {
+		return 0
+	}
+	return c.highRatio
 }
 
 // NewID returns an id unique within this cache, for one table reader to
@@ -225,17 +322,24 @@ func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
 	return v, true
 }
 
-// Set caches value for (id, offset), replacing any previous value, and
-// evicts least recently used entries of the shard to stay within capacity.
-// The cache keeps value; the caller must not modify it afterwards. A value
-// whose charge exceeds the shard capacity is not cached (and any previous
-// value for the key is dropped).
+// Set caches value for (id, offset) with LowPriority: SetWithPriority.
 func (c *Cache) Set(id, offset uint64, value []byte) {
+	c.SetWithPriority(id, offset, value, LowPriority)
+}
+
+// SetWithPriority caches value for (id, offset) with priority pri,
+// replacing any previous value (and its priority), and evicts least
+// recently used entries of the shard to stay within capacity (see the
+// package comment for the order). The cache keeps value; the caller must
+// not modify it afterwards. A value whose charge exceeds the shard
+// capacity is not cached (and any previous value for the key is dropped).
+func (c *Cache) SetWithPriority(id, offset uint64, value []byte, pri Priority) {
 	if c == nil {
 		return
 	}
 	k := key{id, offset}
 	charge := Charge(value)
+	high := pri == HighPriority
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,14 +351,19 @@ func (c *Cache) Set(id, offset uint64, value []byte) {
 		return
 	}
 	if ok {
+		s.unlinkLocked(i)
 		e := &s.mu.entries[i]
 		s.mu.used += charge - e.charge
-		e.value, e.charge = value, charge
-		s.moveToFrontLocked(i)
+		e.value, e.charge, e.high = value, charge, high
+		s.linkLocked(i)
 	} else {
-		i = s.insertLocked(k, value, charge)
+		i = s.insertLocked(k, value, charge, high)
 	}
 	s.mu.inserts++
+	if high {
+		s.mu.highInserts++
+		s.balanceHighLocked()
+	}
 	s.evictLocked(i)
 }
 
@@ -293,7 +402,7 @@ func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 	if _, ok := s.mu.table[k]; ok {
 		return false
 	}
-	s.insertLocked(k, value, charge)
+	s.insertLocked(k, value, charge, false)
 	s.mu.inserts++
 	return true
 }
@@ -331,11 +440,17 @@ func (c *Cache) SetCapacity(capacityBytes int64) {
 	}
 	c.capacity.Store(capacityBytes)
 	per := capacityBytes / int64(len(c.shards))
+	highPer := int64(float64(per) * c.highRatio)
+	if highPer > per { // float rounding
+		highPer = per
+	}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.mu.capacity = per
-		s.evictLocked(sentinel)
+		s.mu.highCapacity = highPer
+		s.balanceHighLocked()
+		s.evictLocked(noKeep)
 		s.mu.Unlock()
 	}
 }
@@ -363,44 +478,91 @@ func (c *Cache) Stats() Stats {
 		st.Misses += s.misses.Load()
 		s.mu.Lock()
 		st.Inserts += s.mu.inserts
+		st.HighPriInserts += s.mu.highInserts
 		st.Evictions += s.mu.evictions
 		st.Used += s.mu.used
+		st.HighPriUsed += s.mu.highUsed
+		st.HighPriCapacity += s.mu.highCapacity
 		s.mu.Unlock()
 	}
 	return st
 }
 
 // evictLocked drops least recently used entries until used ≤ capacity,
-// never the entry at index keep (sentinel: none). s.mu must be held.
+// never the entry at index keep (noKeep: none): the low list's first, and
+// the high-priority pool's only when the low list holds nothing else.
+// s.mu must be held.
 func (s *shard) evictLocked(keep int32) {
 	es := s.mu.entries
 	for s.mu.used > s.mu.capacity {
-		lru := es[sentinel].prev
-		if lru == sentinel {
-			break // empty; cannot happen while used > 0
+		v := s.victimLocked(keep)
+		if v == noKeep {
+			break // only keep is left; Set never admits one over capacity
 		}
-		if lru == keep {
-			if es[lru].prev == sentinel {
-				break // the only entry; Set never admits one over capacity
+		e := &es[v]
+		if e.referenced {
+			// Used since it was last moved: a second chance. A
+			// high-priority entry the pool had overflowed goes back into
+			// the pool, as a hit moves it there in RocksDB. Each entry is
+			// moved at most once per pass (its bit is cleared), so the
+			// loop ends.
+			e.referenced = false
+			if e.high && !e.inHigh {
+				s.unlinkLocked(v)
+				s.linkLocked(v)
+				s.balanceHighLocked()
+			} else {
+				s.moveToFrontLocked(v)
 			}
-			s.moveToFrontLocked(lru) // an insert never evicts itself
 			continue
 		}
-		if es[lru].referenced {
-			// Used since it was last moved: a second chance. Each entry
-			// is moved at most once per pass, so the loop ends.
-			es[lru].referenced = false
-			s.moveToFrontLocked(lru)
-			continue
-		}
-		s.removeLocked(lru)
+		s.removeLocked(v)
 		s.mu.evictions++
 	}
 }
 
+// victimLocked returns the least recently used entry other than keep: the
+// low list's, or, when that holds no other, the high-priority pool's; or
+// noKeep when there is none. s.mu must be held.
+func (s *shard) victimLocked(keep int32) int32 {
+	es := s.mu.entries
+	for _, head := range [2]int32{sentinel, highSentinel} {
+		v := es[head].prev
+		if v == keep {
+			v = es[v].prev
+		}
+		if v != head {
+			return v
+		}
+	}
+	return noKeep
+}
+
+// balanceHighLocked moves the high-priority pool's least recently used
+// entries to the front of the low list until the pool is within its
+// bound, giving referenced ones a second chance in the pool first. s.mu
+// must be held.
+func (s *shard) balanceHighLocked() {
+	es := s.mu.entries
+	for s.mu.highUsed > s.mu.highCapacity {
+		v := es[highSentinel].prev
+		if v == highSentinel {
+			break // cannot happen: highUsed is the list's charges
+		}
+		if es[v].referenced {
+			es[v].referenced = false
+			s.moveToFrontLocked(v)
+			continue
+		}
+		s.unlinkLocked(v)
+		s.pushFrontLocked(v, sentinel)
+	}
+}
+
 // insertLocked stores a new entry for k, which must not be cached, as most
-// recently used and returns its index. s.mu must be held.
-func (s *shard) insertLocked(k key, value []byte, charge int64) int32 {
+// recently used (in the high-priority pool when high) and returns its
+// index. s.mu must be held.
+func (s *shard) insertLocked(k key, value []byte, charge int64, high bool) int32 {
 	i := s.mu.free
 	if i != sentinel {
 		s.mu.free = s.mu.entries[i].next
@@ -408,44 +570,79 @@ func (s *shard) insertLocked(k key, value []byte, charge int64) int32 {
 		i = int32(len(s.mu.entries))
 		s.mu.entries = append(s.mu.entries, entry{})
 	}
-	s.mu.entries[i] = entry{key: k, value: value, charge: charge}
+	s.mu.entries[i] = entry{key: k, value: value, charge: charge, high: high}
 	s.mu.table[k] = i
 	s.mu.used += charge
-	s.pushFrontLocked(i)
+	s.linkLocked(i)
 	return i
 }
 
 // removeLocked unlinks entry i, forgets it and frees its slot. s.mu must
 // be held.
 func (s *shard) removeLocked(i int32) {
-	es := s.mu.entries
-	e := &es[i]
-	es[e.prev].next = e.next
-	es[e.next].prev = e.prev
+	s.unlinkLocked(i)
+	e := &s.mu.entries[i]
 	delete(s.mu.table, e.key)
 	s.mu.used -= e.charge
 	*e = entry{next: s.mu.free} // drop the value reference early
 	s.mu.free = i
 }
 
-// pushFrontLocked links entry i as most recently used. s.mu must be held.
-func (s *shard) pushFrontLocked(i int32) {
-	es := s.mu.entries
-	head := &es[sentinel]
-	es[i].prev = sentinel
-	es[i].next = head.next
-	es[head.next].prev = i
-	head.next = i
+// linkLocked links the unlinked entry i as most recently used: at the
+// front of the high-priority pool if it is a high-priority entry (the
+// caller then calls balanceHighLocked), else of the low list. s.mu must be
+// held.
+func (s *shard) linkLocked(i int32) {
+	if s.mu.entries[i].high {
+		s.pushFrontLocked(i, highSentinel)
+	} else {
+		s.pushFrontLocked(i, sentinel)
+	}
 }
 
-// moveToFrontLocked marks entry i most recently used. s.mu must be held.
+// unlinkLocked takes entry i out of its list. s.mu must be held.
+func (s *shard) unlinkLocked(i int32) {
+	es := s.mu.entries
+	e := &es[i]
+	es[e.prev].next = e.next
+	es[e.next].prev = e.prev
+	if e.inHigh {
+		s.mu.highUsed -= e.charge
+		e.inHigh = false
+	}
+}
+
+// pushFrontLocked links the unlinked entry i as most recently used of the
+// list headed by head (sentinel or highSentinel). s.mu must be held.
+func (s *shard) pushFrontLocked(i, head int32) {
+	es := s.mu.entries
+	h := &es[head]
+	es[i].prev = head
+	es[i].next = h.next
+	es[h.next].prev = i
+	h.next = i
+	if head == highSentinel {
+		es[i].inHigh = true
+		s.mu.highUsed += es[i].charge
+	}
+}
+
+// moveToFrontLocked marks entry i most recently used of its list. s.mu
+// must be held.
 func (s *shard) moveToFrontLocked(i int32) {
 	es := s.mu.entries
-	if es[sentinel].next == i {
+	head := int32(sentinel)
+	if es[i].inHigh {
+		head = highSentinel
+	}
+	if es[head].next == i {
 		return
 	}
 	e := &es[i]
 	es[e.prev].next = e.next
 	es[e.next].prev = e.prev
-	s.pushFrontLocked(i)
+	es[i].prev = head
+	es[i].next = es[head].next
+	es[es[head].next].prev = i
+	es[head].next = i
 }

@@ -17,25 +17,35 @@ func checkInvariants(t *testing.T, c *Cache) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n, used := 0, int64(0)
+		n, used, highUsed := 0, int64(0), int64(0)
 		es := s.mu.entries
-		for i := es[sentinel].next; i != sentinel; i = es[i].next {
-			e := &es[i]
-			require.Equal(t, i, es[e.next].prev)
-			require.Equal(t, i, s.mu.table[e.key])
-			require.Equal(t, Charge(e.value), e.charge)
-			n++
-			used += e.charge
-			require.LessOrEqual(t, n, len(es), "list cycle")
+		for _, head := range []int32{sentinel, highSentinel} {
+			for i := es[head].next; i != head; i = es[i].next {
+				e := &es[i]
+				require.GreaterOrEqual(t, i, int32(firstSlot))
+				require.Equal(t, i, es[e.next].prev)
+				require.Equal(t, i, s.mu.table[e.key])
+				require.Equal(t, Charge(e.value), e.charge)
+				require.Equal(t, head == highSentinel, e.inHigh, "inHigh matches the list")
+				if e.inHigh {
+					require.True(t, e.high, "only high-priority entries in the pool")
+					highUsed += e.charge
+				}
+				n++
+				used += e.charge
+				require.LessOrEqual(t, n, len(es), "list cycle")
+			}
 		}
 		require.Equal(t, len(s.mu.table), n)
+		require.Equal(t, s.mu.highUsed, highUsed)
+		require.LessOrEqual(t, s.mu.highUsed, s.mu.highCapacity)
 		free := 0
 		for i := s.mu.free; i != sentinel; i = es[i].next {
 			require.Equal(t, entry{next: es[i].next}, es[i], "free slot %d not cleared", i)
 			free++
 			require.LessOrEqual(t, free, len(es), "free list cycle")
 		}
-		require.Equal(t, len(es), 1+n+free, "every slot is listed or free")
+		require.Equal(t, len(es), firstSlot+n+free, "every slot is listed or free")
 		require.Equal(t, s.mu.used, used)
 		require.LessOrEqual(t, s.mu.used, s.mu.capacity)
 		total += used

@@ -27,6 +27,14 @@ type Config struct {
 	// CacheIndexAndFilterBlocks sets the option of that name: filters
 	// are read through the block cache.
 	CacheIndexAndFilterBlocks bool
+	// DisableCacheIndexAndFilterBlocksWithHighPriority and
+	// HighPriPoolRatio set the options of those names (0: the engine's
+	// default ratio); BlockCacheSize sets the block cache's size (0: the
+	// engine's default), small to make index, filter and data blocks
+	// evict each other.
+	DisableCacheIndexAndFilterBlocksWithHighPriority bool
+	HighPriPoolRatio                                 float64
+	BlockCacheSize                                   int64
 	// PartitionIndexAndFilters writes two-level indexes and partitioned
 	// filters (Options.IndexType and PartitionFilters) with small
 	// partitions, so that even small tables have several.

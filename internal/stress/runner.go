@@ -89,11 +89,14 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		FS:              r.cfg.FS,
 		MergeOperator:   ConcatMergeOperator{},
 
-		LevelCompactionDynamicLevelBytes: r.cfg.DynamicLevelBytes,
-		MaxBytesForLevelBase:             r.cfg.MaxBytesForLevelBase,
-		DisableConcurrentMemtableWrites:  r.cfg.DisableConcurrentMemtableWrites,
-		AllowMmapReads:                   r.cfg.AllowMmapReads,
-		CacheIndexAndFilterBlocks:        r.cfg.CacheIndexAndFilterBlocks,
+		LevelCompactionDynamicLevelBytes:                 r.cfg.DynamicLevelBytes,
+		MaxBytesForLevelBase:                             r.cfg.MaxBytesForLevelBase,
+		DisableConcurrentMemtableWrites:                  r.cfg.DisableConcurrentMemtableWrites,
+		AllowMmapReads:                                   r.cfg.AllowMmapReads,
+		CacheIndexAndFilterBlocks:                        r.cfg.CacheIndexAndFilterBlocks,
+		DisableCacheIndexAndFilterBlocksWithHighPriority: r.cfg.DisableCacheIndexAndFilterBlocksWithHighPriority,
+		HighPriPoolRatio:                                 r.cfg.HighPriPoolRatio,
+		BlockCacheSize:                                   r.cfg.BlockCacheSize,
 	}
 	if r.cfg.PartitionIndexAndFilters {
 		o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 256

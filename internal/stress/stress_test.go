@@ -153,6 +153,16 @@ func TestStressPartitioned(t *testing.T) {
 	require.Positive(t, r.Stats.Swaps.Load())
 }
 
+// TestStressPartitionedSmallCache is TestStressPartitioned through a block
+// cache small enough that index and filter partitions overflow the
+// high-priority pool and data blocks evict them.
+func TestStressPartitionedSmallCache(t *testing.T) {
+	c := memConfig(t)
+	c.PartitionIndexAndFilters, c.CacheIndexAndFilterBlocks, c.OpsPerThread = true, true, 800*scale()
+	c.BlockCacheSize, c.HighPriPoolRatio = 32<<10, 0.3
+	runStress(t, c)
+}
+
 // TestStressCatchesWrongAnswers checks that the oracle can fail: a key
 // changed behind its back is reported with the key.
 func TestStressCatchesWrongAnswers(t *testing.T) {
