@@ -29,7 +29,7 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 		return nil, err
 	}
 	m := &mappedFile{f: f, fd: int(f.Fd())}
-	win, err := m.mapWindowAt(0)
+	win, err := m.mapWindowAt(0, false)
 	if err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENODEV) {
 			// No preallocation or no shared mappings here.
@@ -39,7 +39,6 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 		return nil, err
 	}
 	m.win = win
-	m.prepareNext(nil)
 	return m, nil
 }
 
@@ -49,20 +48,23 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 // are reserved (the file's length is at least winOff+mapWindow); winOff <=
 // size <= winOff+mapWindow, and bytes [0, size) hold what Write was given.
 // After an error every later Write and Sync returns it: what the file holds
-// past size is unknown. Unless the file is closed or failed, exactly one
-// goroutine is preparing the next window, [winOff+mapWindow,
-// winOff+2*mapWindow), and will send it on next.
+// past size is unknown. next is nil, or a goroutine is preparing the window
+// after win and will send it on next; retired is nil, or the window before
+// win, still mapped, which the next preparation (or Close) unmaps.
 type mappedFile struct {
 	f      *os.File
 	fd     int
 	win    []byte
 	winOff int64
 	size   int64
-	// next receives the window after win, prepared off the write path:
-	// moving to a new window reserved, mapped and faulted the pages in
-	// under the writer's lock (the DB's commit lock), and with several
-	// writers that was a third of the time the lock was held.
-	next chan preparedWindow
+	// next receives the window after win, prepared off the write path
+	// once win is half full: moving to a new window reserved, mapped and
+	// faulted the pages in under the writer's lock (the DB's commit
+	// lock), and with several writers that was a third of the time the
+	// lock was held. A WAL that is never written past half a window (a
+	// database opened to be read) prepares nothing.
+	next    chan preparedWindow
+	retired []byte
 	// readOff is Read's position.
 	readOff int64
 	err     error
@@ -74,12 +76,14 @@ type preparedWindow struct {
 	err error
 }
 
-// prepareNext starts a goroutine that unmaps old (the window just left,
-// nil if none) and maps the window after the current one.
-func (m *mappedFile) prepareNext(old []byte) {
+// prepareNext starts a goroutine that unmaps the retired window and maps
+// the window after the current one, its pages populated.
+func (m *mappedFile) prepareNext() {
 	ch := make(chan preparedWindow, 1)
 	m.next = ch
 	off := m.winOff + mapWindow
+	old := m.retired
+	m.retired = nil
 	go func() {
 		var p preparedWindow
 		if old != nil {
@@ -88,15 +92,19 @@ func (m *mappedFile) prepareNext(old []byte) {
 			}
 		}
 		if p.err == nil {
-			p.win, p.err = m.mapWindowAt(off)
+			p.win, p.err = m.mapWindowAt(off, true)
 		}
 		ch <- p
 	}()
 }
 
-// nextWindow moves to the window prepared after the current one, and
-// starts preparing the one after it.
+// nextWindow moves to the window after the current one: the one prepared
+// ahead, or, when none was (a write that went from below half the window
+// to past its end), one mapped now.
 func (m *mappedFile) nextWindow() error {
+	if m.next == nil {
+		m.prepareNext()
+	}
 	p := <-m.next
 	m.next = nil
 	if p.err != nil {
@@ -105,18 +113,17 @@ func (m *mappedFile) nextWindow() error {
 		}
 		return p.err
 	}
-	old := m.win
+	m.retired = m.win
 	m.win, m.winOff = p.win, m.winOff+mapWindow
-	m.prepareNext(old)
 	return nil
 }
 
 // mapWindowAt reserves and maps the window starting at off, a multiple of
-// mapWindow, and asks the kernel to map its pages now
-// (MADV_POPULATE_READ, Linux 5.14 and later; older kernels fault them in
-// on first write). Read-populating marks nothing dirty, so a later fsync
-// writes only the pages written.
-func (m *mappedFile) mapWindowAt(off int64) ([]byte, error) {
+// mapWindow. With populate it asks the kernel to map the window's pages
+// now (MADV_POPULATE_READ, Linux 5.14 and later; older kernels fault them
+// in on first write), which marks nothing dirty, so a later fsync writes
+// only the pages written.
+func (m *mappedFile) mapWindowAt(off int64, populate bool) ([]byte, error) {
 	if err := fallocate(m.fd, off, mapWindow); err != nil {
 		return nil, &os.PathError{Op: "fallocate", Path: m.f.Name(), Err: err}
 	}
@@ -124,7 +131,9 @@ func (m *mappedFile) mapWindowAt(off int64) ([]byte, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "mmap", Path: m.f.Name(), Err: err}
 	}
-	_ = unix.Madvise(win, unix.MADV_POPULATE_READ)
+	if populate {
+		_ = unix.Madvise(win, unix.MADV_POPULATE_READ)
+	}
 	return win, nil
 }
 
@@ -202,6 +211,9 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 		}
 		m.size += int64(end - written)
 		written = end
+	}
+	if m.next == nil && m.size-m.winOff >= mapWindow/2 {
+		m.prepareNext()
 	}
 	return written, nil
 }
@@ -302,12 +314,15 @@ func (m *mappedFile) Close() error {
 			}
 		}
 	}
-	if m.win != nil {
-		if e := unix.Munmap(m.win); e != nil && err == nil {
+	for _, w := range [][]byte{m.retired, m.win} {
+		if w == nil {
+			continue
+		}
+		if e := unix.Munmap(w); e != nil && err == nil {
 			err = &os.PathError{Op: "munmap", Path: m.f.Name(), Err: e}
 		}
-		m.win = nil
 	}
+	m.retired, m.win = nil, nil
 	if e := m.f.Truncate(m.size); e != nil && err == nil {
 		err = e
 	}
