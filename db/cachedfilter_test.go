@@ -21,9 +21,16 @@ func cachedFilterKey(i int) []byte { return []byte(fmt.Sprintf("p%03d-%06d", i%3
 // buildCachedFilterDB writes tables with whole-key and prefix filters over
 // several levels and returns the directory.
 func buildCachedFilterDB(t *testing.T) string {
-	dir := t.TempDir()
-	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, BloomBitsPerKey: 10,
+	return buildFilterTestDB(t, &db.Options{CreateIfMissing: true, BloomBitsPerKey: 10,
 		PrefixExtractor: prefix.Fixed(4), DisableAutoCompactions: true})
+}
+
+// buildFilterTestDB writes four tables of cachedFilterKey keys with opts
+// (some deleted, the first two compacted into a lower level) and returns
+// the directory.
+func buildFilterTestDB(t *testing.T, opts *db.Options) string {
+	dir := t.TempDir()
+	d, err := db.Open(dir, opts)
 	require.NoError(t, err)
 	for tb := 0; tb < 4; tb++ {
 		for i := tb; i < 8000; i += 4 {

@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -27,25 +26,7 @@ func partitionedOpts(create bool) *db.Options {
 // buildPartitionedDB writes tables over several levels with opts and
 // returns the directory.
 func buildPartitionedDB(t *testing.T, opts *db.Options) string {
-	dir := t.TempDir()
-	d, err := db.Open(dir, opts)
-	require.NoError(t, err)
-	for tb := 0; tb < 4; tb++ {
-		for i := tb; i < 8000; i += 4 {
-			require.NoError(t, d.Put(cachedFilterKey(i), []byte(strconv.Itoa(i*10+tb)), nil))
-		}
-		if tb%2 == 1 {
-			for i := tb; i < 8000; i += 37 {
-				require.NoError(t, d.Delete(cachedFilterKey(i), nil))
-			}
-		}
-		require.NoError(t, d.Flush())
-		if tb == 1 {
-			require.NoError(t, d.CompactRange(nil, nil))
-		}
-	}
-	require.NoError(t, d.Close())
-	return dir
+	return buildFilterTestDB(t, opts)
 }
 
 // tablesOf opens every table of dir with the table package.

@@ -216,19 +216,7 @@ func (pf *partitionedFilter) partition(r *Reader, h blockHandle) ([]byte, error)
 	if pf.parts != nil {
 		return pf.parts[h.offset], nil
 	}
-	c := r.opts.Cache
-	if b, ok := c.Get(r.cacheID, h.offset); ok {
-		return b, nil
-	}
-	if !c.Fits(int(h.size) + blockTrailerLen) {
-		return nil, nil
-	}
-	b, err := r.readRaw(h, nil, false)
-	if err != nil {
-		return nil, errors.Wrap(err, "reading filter partition")
-	}
-	r.cacheMetadata(h.offset, b)
-	return b, nil
+	return r.cachedMetadataBlock(h, "reading filter partition")
 }
 
 // mayContain probes the partition whose key is the first >= key (a user

@@ -470,7 +470,16 @@ func (r *Reader) filterBlock() ([]byte, error) {
 	if !r.cachedFilter {
 		return r.filter, nil
 	}
-	c, h := r.opts.Cache, r.filterH
+	return r.cachedMetadataBlock(r.filterH, "reading filter block")
+}
+
+// cachedMetadataBlock returns the filter block (or filter partition) at h
+// through the block cache: a hit, or a read verified, kept uncompressed
+// and cached with cacheMetadata. It returns nil, and no error, when the
+// block could never be cached (larger than a cache shard): the caller
+// then does without it. what names the block in a read error.
+func (r *Reader) cachedMetadataBlock(h blockHandle, what string) ([]byte, error) {
+	c := r.opts.Cache
 	if b, ok := c.Get(r.cacheID, h.offset); ok {
 		return b, nil
 	}
@@ -479,7 +488,7 @@ func (r *Reader) filterBlock() ([]byte, error) {
 	}
 	b, err := r.readRaw(h, nil, false)
 	if err != nil {
-		return nil, errors.Wrap(err, "reading filter block")
+		return nil, errors.Wrap(err, what)
 	}
 	r.cacheMetadata(h.offset, b)
 	return b, nil
