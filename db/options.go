@@ -113,16 +113,13 @@ type Options struct {
 	DisableAutoCompactions bool
 	// DisableReadTriggeredCompactions turns off read-triggered ("seek")
 	// compactions, which are on by default with leveled compaction. Each
-	// table gets an in-memory budget of wasted seeks, at first
-	// max(100, size/16 KiB) and, once that is spent, one per 2 KiB of what
-	// its compaction would read (the table and the next-level tables it
-	// overlaps): a Get that reads data blocks of two or more tables charges the first
+	// table gets an in-memory budget of max(100, size/16 KiB) wasted seeks:
+	// a Get that reads data blocks of two or more tables charges the first
 	// table it read without finding the key (a table its filter excluded
 	// read nothing and is not charged). When a table's budget is spent and
 	// no size-triggered compaction is due, the background compactor
 	// compacts it into the next level, so later reads of its key range
-	// touch one table fewer. This is LevelDB's allowed_seeks rule, sized for the cost of the
-	// compaction rather than the table alone; Pebble
+	// touch one table fewer. This is LevelDB's allowed_seeks rule; Pebble
 	// samples iterator reads instead (read-triggered compactions), and
 	// RocksDB has neither. The budgets are not persisted: they start afresh
 	// when the DB opens. FIFO compaction, DisableAutoCompactions and

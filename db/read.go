@@ -121,7 +121,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			return nil, err
 		}
 		if r.found {
-			d.chargeSeek(v, &r)
+			d.chargeSeek(&r)
 			return d.resolveGet(rs, key, snap, &r)
 		}
 	}
@@ -143,7 +143,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 				return nil, err
 			}
 			if r.found {
-				d.chargeSeek(v, &r)
+				d.chargeSeek(&r)
 				return d.resolveGet(rs, key, snap, &r)
 			}
 			if base.CompareUser(files[i].Largest.UserKey, key) != 0 {
@@ -151,7 +151,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 			}
 		}
 	}
-	d.chargeSeek(v, &r)
+	d.chargeSeek(&r)
 	return nil, ErrNotFound
 }
 
@@ -159,23 +159,13 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 // lookup: when it searched the data of more than one table, the first of
 // them, which did not hold the key, is charged a wasted seek. A table whose
 // budget runs out becomes the seek-compaction candidate.
-func (d *DB) chargeSeek(v *version.Version, r *getResult) {
+func (d *DB) chargeSeek(r *getResult) {
 	if r.tablesRead < 2 || !d.seekCompactions {
 		return
 	}
-	f := r.firstRead
-	if !f.ChargeSeek() {
-		return
+	if r.firstRead.ChargeSeek() {
+		d.noteSeekCandidate(r.firstRead, r.firstLevel)
 	}
-	if !f.SeekBudgetSized() {
-		// LevelDB's budget is spent: size the full one from what the
-		// compaction would cost, once per file.
-		n := v.SeekCompactionBytes(f, r.firstLevel, v.BaseLevel(d.pickerOptions()))
-		if !f.SizeSeekBudget(n) {
-			return
-		}
-	}
-	d.noteSeekCandidate(f, r.firstLevel)
 }
 
 // resolve turns the version found into Get's answer; the value is copied

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/testutil"
-	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -198,50 +197,4 @@ func TestSeekCompaction_SizeTriggeredFirst(t *testing.T) {
 	require.Zero(t, m.Compact.ReadTriggered)
 	require.Equal(t, uint64(2), m.Compact.Count, "setup's CompactRange and the L0 compaction")
 	getsThroughL0(t, d, 0, seekKeys)
-}
-
-// TestSeekCompaction_BudgetCountsTheNextLevel: a small L0 file over a
-// large L1 gets a budget sized by what its compaction would read (the L0
-// file and the L1 bytes it overlaps, at version.SeekCompactionBytesPerSeek
-// per seek), not LevelDB's 100 seeks for a small file.
-func TestSeekCompaction_BudgetCountsTheNextLevel(t *testing.T) {
-	o := db.Options{FS: vfs.NewMem(), CreateIfMissing: true, Compression: db.NoCompression}
-	d, err := db.Open("/db", &o)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, d.Close()) }()
-	big := make([]byte, 500)
-	for i := 0; i < seekKeys; i++ {
-		copy(big, seekVal(i, 1))
-		require.NoError(t, d.Put(seekKey(i), big, nil))
-	}
-	require.NoError(t, d.Flush())
-	require.NoError(t, d.CompactRange(nil, nil))
-	require.NoError(t, d.Put(seekKey(0), []byte("new"), nil))
-	require.NoError(t, d.Put(seekKey(seekKeys-1), []byte("new"), nil))
-	require.NoError(t, d.Flush())
-	require.NoError(t, db.WaitForCompactions(d))
-	m := d.Metrics()
-	require.Equal(t, 1, m.Levels[0].NumFiles)
-	budget := int((m.Levels[0].Size + m.Levels[1].Size) / version.SeekCompactionBytesPerSeek)
-	require.Greater(t, budget, 2*version.MinAllowedSeeks, "the L1 must be large enough for the test to mean anything")
-
-	get := func(n int) {
-		for i := 0; i < n; i++ {
-			v, err := d.Get(seekKey(1+i%(seekKeys-2)), nil)
-			require.NoError(t, err)
-			require.Len(t, v, len(big))
-		}
-	}
-	// LevelDB's budget for the small L0 file (100 seeks) is long spent.
-	get(budget - 1)
-	require.NoError(t, db.WaitForCompactions(d))
-	m = d.Metrics()
-	require.Equal(t, 1, m.Levels[0].NumFiles)
-	require.Zero(t, m.Compact.ReadTriggered)
-
-	get(1)
-	require.NoError(t, db.WaitForCompactions(d))
-	m = d.Metrics()
-	require.Zero(t, m.Levels[0].NumFiles)
-	require.Equal(t, uint64(1), m.Compact.ReadTriggered)
 }

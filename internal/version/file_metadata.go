@@ -58,79 +58,37 @@ type FileMetadata struct {
 	seek *seekBudget
 }
 
-// SeekCostBytes is LevelDB's seek budget rule: one wasted seek (about
-// 10 ms of disk time in its reckoning) costs about as much as compacting
-// 16 KiB of the file. AllowedSeeks uses it as every file's first budget.
+// SeekCostBytes is the compaction work one wasted seek is taken to cost:
+// LevelDB's rule, one seek (about 10 ms of disk time in its reckoning)
+// costs about as much as compacting 16 KiB.
 const SeekCostBytes = 16 << 10
-
-// SeekCompactionBytesPerSeek sizes a file's full seek budget from the bytes
-// its read-triggered compaction would read (see SizeSeekBudget): one
-// wasted seek is taken to cost as much as compacting this many input bytes.
-// A wasted seek reads a data block from the operating system's page cache
-// or an SSD, not from a spinning disk: a system call, a checksum and a
-// block search, about 3 µs on the machines of docs/benchmarks.md, where a
-// compaction takes about 2 ns per input byte, outputs written. LevelDB's
-// rule charged the file's own size only, at 16 KiB per seek; a file whose
-// range holds ten times its size in the next level costs eleven times that
-// to compact.
-const SeekCompactionBytesPerSeek = 2 << 10
 
 // MinAllowedSeeks is the smallest seek budget of a file.
 const MinAllowedSeeks = 100
 
 // seekBudget counts the seeks charged to a file.
 type seekBudget struct {
-	used atomic.Int64
-	// allowed is the full budget, 0 until SizeSeekBudget sets it; until
-	// then AllowedSeeks, never larger, is the budget.
-	allowed  atomic.Int64
+	used     atomic.Int64
 	recorded atomic.Bool // the file was made a seek-compaction candidate
 }
 
-// AllowedSeeks returns the first seek budget of f, LevelDB's: max(100,
-// Size/16 KiB). Once it is spent, SizeSeekBudget sets the full one, which
-// is never smaller.
+// AllowedSeeks returns the number of wasted seeks f absorbs before a
+// read-triggered compaction is due: max(100, Size/16 KiB).
 func (f *FileMetadata) AllowedSeeks() int64 {
 	return max(MinAllowedSeeks, int64(f.Size/SeekCostBytes))
 }
 
 // ChargeSeek charges one wasted seek to f: a read looked in f, did not
 // find the key there, and had to read another table. It reports whether
-// f's budget (the full one once sized, else AllowedSeeks) is spent and f
-// has not yet been recorded as a seek-compaction candidate (see
-// RecordSeekCandidate). It does not allocate; once f is recorded it only
-// loads a flag.
+// f's budget is spent and f has not yet been recorded as a seek-compaction
+// candidate (see RecordSeekCandidate). It does not allocate; once f is
+// recorded it only loads a flag.
 func (f *FileMetadata) ChargeSeek() bool {
 	s := f.seek
 	if s == nil || s.recorded.Load() {
 		return false
 	}
-	used := s.used.Add(1)
-	if a := s.allowed.Load(); a != 0 {
-		return used >= a
-	}
-	return used >= f.AllowedSeeks()
-}
-
-// SeekBudgetSized reports whether SizeSeekBudget has set f's full budget.
-func (f *FileMetadata) SeekBudgetSized() bool {
-	return f.seek != nil && f.seek.allowed.Load() != 0
-}
-
-// SizeSeekBudget sets f's full seek budget from compactionBytes, the input
-// bytes of its read-triggered compaction (Version.SeekCompactionBytes):
-// max(AllowedSeeks, compactionBytes/SeekCompactionBytesPerSeek). It
-// reports whether the seeks charged so far already spend it. Concurrent
-// callers store budgets computed from the versions they read; any of them
-// is a fair estimate.
-func (f *FileMetadata) SizeSeekBudget(compactionBytes uint64) bool {
-	s := f.seek
-	if s == nil {
-		return false
-	}
-	a := max(f.AllowedSeeks(), int64(compactionBytes/SeekCompactionBytesPerSeek))
-	s.allowed.Store(a)
-	return s.used.Load() >= a
+	return s.used.Add(1) >= f.AllowedSeeks()
 }
 
 // RecordSeekCandidate marks f as recorded, so that ChargeSeek reports its

@@ -322,41 +322,6 @@ func (v *Version) PickSeek(f *FileMetadata, level, baseLevel int, busy Busy) (*P
 	return p, SeekPicked
 }
 
-// SeekCompactionBytes returns the input bytes of the read-triggered
-// compaction PickSeek would choose for f, of level, in v: f and the files
-// compacted with it at its level, and the files of the output level (the
-// base level for L0) they overlap. It is the compaction's cost that sizes
-// f's seek budget (FileMetadata.SizeSeekBudget); it allocates, and is
-// computed once per file. It returns f's size alone when f is not in v.
-func (v *Version) SeekCompactionBytes(f *FileMetadata, level, baseLevel int) uint64 {
-	if level < 0 || level >= NumLevels-1 || !v.holds(level, f) {
-		return f.Size
-	}
-	var inputs []*FileMetadata
-	out := level + 1
-	if level == 0 {
-		inputs = v.l0Closure(f)
-		out = max(baseLevel, 1)
-	} else {
-		inputs = v.AddBoundaryInputs(level, []*FileMetadata{f})
-	}
-	smallest, largest := inputs[0].Smallest.UserKey, inputs[0].Largest.UserKey
-	var n uint64
-	for _, g := range inputs {
-		n += g.Size
-		if bytes.Compare(g.Smallest.UserKey, smallest) < 0 {
-			smallest = g.Smallest.UserKey
-		}
-		if bytes.Compare(g.Largest.UserKey, largest) > 0 {
-			largest = g.Largest.UserKey
-		}
-	}
-	for _, g := range v.OverlapsRange(out, smallest, largest) {
-		n += g.Size
-	}
-	return n
-}
-
 // holds reports whether f is one of level's files.
 func (v *Version) holds(level int, f *FileMetadata) bool {
 	for _, g := range v.Levels[level] {
