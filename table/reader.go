@@ -379,7 +379,7 @@ func (r *Reader) readFilter() error {
 	r.prefixFilter = p.PrefixFiltering
 	for _, name := range filterNameAliases {
 		if h, ok := r.metaHandles[fullFilterPrefix+name]; ok {
-			if r.opts.CacheIndexAndFilterBlocks && r.opts.Cache != nil {
+			if r.cachesMetadata() {
 				if err := r.checkHandle(h); err != nil {
 					return err
 				}
