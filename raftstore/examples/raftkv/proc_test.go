@@ -50,24 +50,34 @@ type procCluster struct {
 	nodes []*procNode
 }
 
-// freeAddr returns a localhost address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+// freeAddrs returns n distinct localhost addresses with ports nothing
+// listens on now. The listeners stay open until all n are taken: a port
+// closed at once can be handed out again by the next Listen, and two
+// nodes then fight over it ("bind: address already in use").
+func freeAddrs(t *testing.T, n int) []string {
+	addrs := make([]string, n)
+	lns := make([]net.Listener, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	for _, ln := range lns {
+		require.NoError(t, ln.Close())
+	}
+	return addrs
 }
 
 func newProcCluster(t *testing.T, store string) *procCluster {
 	c := &procCluster{t: t, store: store}
 	dir := t.TempDir()
+	addrs := freeAddrs(t, 6)
 	for i := 0; i < 3; i++ {
 		c.nodes = append(c.nodes, &procNode{
 			i:        i,
 			dir:      filepath.Join(dir, fmt.Sprint("n", i)),
-			raftAddr: freeAddr(t),
-			httpAddr: freeAddr(t),
+			raftAddr: addrs[2*i],
+			httpAddr: addrs[2*i+1],
 			logPath:  filepath.Join(dir, fmt.Sprintf("n%d.log", i)),
 		})
 	}
