@@ -70,9 +70,12 @@ type mappedFile struct {
 	err     error
 }
 
-// preparedWindow is a window mapped ahead, or why it could not be.
+// preparedWindow is a window mapped ahead, or why it could not be; old is
+// the retired window when unmapping it failed, handed back so that Close
+// tries again rather than leaking it.
 type preparedWindow struct {
 	win []byte
+	old []byte
 	err error
 }
 
@@ -88,6 +91,7 @@ func (m *mappedFile) prepareNext() {
 		var p preparedWindow
 		if old != nil {
 			if err := unix.Munmap(old); err != nil {
+				p.old = old
 				p.err = &os.PathError{Op: "munmap", Path: m.f.Name(), Err: err}
 			}
 		}
@@ -111,6 +115,7 @@ func (m *mappedFile) nextWindow() error {
 		if p.win != nil {
 			_ = unix.Munmap(p.win)
 		}
+		m.retired = p.old
 		return p.err
 	}
 	m.retired = m.win
@@ -308,6 +313,7 @@ func (m *mappedFile) Close() error {
 	if m.next != nil {
 		p := <-m.next
 		m.next = nil
+		m.retired = p.old
 		if p.win != nil {
 			if e := unix.Munmap(p.win); e != nil {
 				err = &os.PathError{Op: "munmap", Path: m.f.Name(), Err: e}

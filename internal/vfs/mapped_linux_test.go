@@ -204,3 +204,22 @@ func TestMappedFile_NextWindowPreparedAhead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(mapWindow), fi.Size())
 }
+
+// TestMappedFile_FailedUnmapIsKeptForClose: when the retired window cannot
+// be unmapped, the write that needs the next window fails with that error,
+// and the window is kept for Close to try again (and report) rather than
+// dropped and leaked.
+func TestMappedFile_FailedUnmapIsKeptForClose(t *testing.T) {
+	m, _ := mappedOrSkip(t)
+	// An odd address: munmap refuses it (EINVAL) whatever it points into.
+	buf := make([]byte, 16)
+	bad := buf[1:2]
+	m.retired = bad
+	_, err := m.Write(make([]byte, mapWindow/2))
+	require.NoError(t, err)
+	_, err = m.Write(make([]byte, mapWindow))
+	require.ErrorIs(t, err, unix.EINVAL)
+	require.Equal(t, &bad[0], &m.retired[0], "the window that failed to unmap is kept")
+	err = m.Close()
+	require.ErrorIs(t, err, unix.EINVAL, "Close tries it again")
+}
