@@ -518,7 +518,7 @@ func (r *Reader) KeyMayMatchErr(ukey []byte) (bool, error) {
 	if !r.wholeKeyFilter {
 		return true, nil
 	}
-	return r.mayContain(ukey)
+	return r.mayContain(ukey, 0, false)
 }
 
 // PrefixMayMatch probes the filter for a prefix. It is true when there is
@@ -533,20 +533,10 @@ func (r *Reader) PrefixMayMatch(prefix []byte) bool {
 // PrefixMayMatchErr is PrefixMayMatch with the error of reading a filter
 // block that is not pinned.
 func (r *Reader) PrefixMayMatchErr(prefix []byte) (bool, error) {
-	if !r.prefixFilter {
+	if !r.prefixFilter || (r.partFilter != nil && !r.prefixPartitions()) {
 		return true, nil
 	}
-	if r.partFilter != nil {
-		if !r.prefixPartitions() {
-			return true, nil
-		}
-		return r.partFilter.mayContain(r, prefix, 0, false)
-	}
-	f, err := r.filterBlock()
-	if f == nil || err != nil {
-		return true, err
-	}
-	return bloom.MayContain(f, prefix), nil
+	return r.mayContain(prefix, 0, false)
 }
 
 // prefixPartitions reports whether a partitioned filter may be probed for
@@ -581,14 +571,7 @@ func (r *Reader) KeyMayMatchHashErr(ukey []byte, h uint64) (bool, error) {
 	if !r.wholeKeyFilter {
 		return true, nil
 	}
-	if r.partFilter != nil {
-		return r.partFilter.mayContain(r, ukey, h, true)
-	}
-	f, err := r.filterBlock()
-	if f == nil || err != nil {
-		return true, err
-	}
-	return bloom.MayContainHash(f, h, ukey), nil
+	return r.mayContain(ukey, h, true)
 }
 
 // PrefixMayMatchHash is PrefixMayMatch for a prefix already hashed with
@@ -601,29 +584,26 @@ func (r *Reader) PrefixMayMatchHash(prefix []byte, h uint64) bool {
 // PrefixMayMatchHashErr is PrefixMayMatchHash with the error of reading a
 // filter block that is not pinned.
 func (r *Reader) PrefixMayMatchHashErr(prefix []byte, h uint64) (bool, error) {
-	if !r.prefixFilter {
+	if !r.prefixFilter || (r.partFilter != nil && !r.prefixPartitions()) {
 		return true, nil
 	}
-	if r.partFilter != nil {
-		if !r.prefixPartitions() {
-			return true, nil
-		}
-		return r.partFilter.mayContain(r, prefix, h, true)
-	}
-	f, err := r.filterBlock()
-	if f == nil || err != nil {
-		return true, err
-	}
-	return bloom.MayContainHash(f, h, prefix), nil
+	return r.mayContain(prefix, h, true)
 }
 
-func (r *Reader) mayContain(key []byte) (bool, error) {
+// mayContain probes the filter (the full filter, or key's partition) for
+// key, a whole key or a prefix, with its bloom.HashKey hash h when hashed.
+// It is true when the filter cannot be used (too large for the cache) and,
+// with the error, when it cannot be read.
+func (r *Reader) mayContain(key []byte, h uint64, hashed bool) (bool, error) {
 	if r.partFilter != nil {
-		return r.partFilter.mayContain(r, key, 0, false)
+		return r.partFilter.mayContain(r, key, h, hashed)
 	}
 	f, err := r.filterBlock()
 	if f == nil || err != nil {
 		return true, err
+	}
+	if hashed {
+		return bloom.MayContainHash(f, h, key), nil
 	}
 	return bloom.MayContain(f, key), nil
 }
