@@ -18,6 +18,15 @@ import (
 
 func cachedFilterKey(i int) []byte { return []byte(fmt.Sprintf("p%03d-%06d", i%300, i)) }
 
+// filterProbeKey returns a key to look up in a buildFilterTestDB database:
+// a third of them under a prefix no key has, the rest in or near its keys.
+func filterProbeKey(rng *rand.Rand) []byte {
+	if rng.Intn(3) == 0 {
+		return []byte(fmt.Sprintf("p%03d-%06d", 300+rng.Intn(50), rng.Intn(9000))) // absent prefix
+	}
+	return cachedFilterKey(rng.Intn(9000))
+}
+
 // buildCachedFilterDB writes tables with whole-key and prefix filters over
 // several levels and returns the directory.
 func buildCachedFilterDB(t *testing.T) string {
@@ -71,12 +80,7 @@ func TestCachedFilter_SameAnswersAsPinned(t *testing.T) {
 	defer cached.Close()
 
 	rng := rand.New(rand.NewSource(3))
-	key := func() []byte {
-		if rng.Intn(3) == 0 {
-			return []byte(fmt.Sprintf("p%03d-%06d", 300+rng.Intn(50), rng.Intn(9000))) // absent prefix
-		}
-		return cachedFilterKey(rng.Intn(9000))
-	}
+	key := func() []byte { return filterProbeKey(rng) }
 	pit := pinned.NewIterator(&db.ReadOptions{PrefixSameAsStart: true})
 	cit := cached.NewIterator(&db.ReadOptions{PrefixSameAsStart: true})
 	for i := 0; i < 3000; i++ {

@@ -1,7 +1,6 @@
 package db_test
 
 import (
-	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -87,12 +86,7 @@ func TestPartitioned_SameAnswersAsFullFilters(t *testing.T) {
 	defer cached.Close()
 
 	rng := rand.New(rand.NewSource(5))
-	key := func() []byte {
-		if rng.Intn(3) == 0 {
-			return []byte(fmt.Sprintf("p%03d-%06d", 300+rng.Intn(50), rng.Intn(9000))) // absent prefix
-		}
-		return cachedFilterKey(rng.Intn(9000))
-	}
+	key := func() []byte { return filterProbeKey(rng) }
 	ro := &db.ReadOptions{PrefixSameAsStart: true}
 	dbs := []*db.DB{full, pinned, cached}
 	its := []*db.Iterator{full.NewIterator(ro), pinned.NewIterator(ro), cached.NewIterator(ro)}

@@ -287,18 +287,9 @@ func TestInterop_SameBytesAsRocksDB(t *testing.T) {
 			theirs := openFixture(t, path)
 			defer theirs.Close()
 			p := theirs.Properties()
-			f := &memFile{}
-			w := NewWriter(f, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
+			ours, ourBytes := rewriteTable(t, theirs, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
 				Compression: c.comp, BloomBitsPerKey: c.bloom, WholeKeyFiltering: p.WholeKeyFiltering,
 				PrefixExtractor: c.pe})
-			it := theirs.NewIter()
-			for ok := it.First(); ok; ok = it.Next() {
-				require.NoError(t, w.Add(it.Key().Clone(), bytes.Clone(it.Value())))
-			}
-			require.NoError(t, it.Close())
-			_, err := w.Finish()
-			require.NoError(t, err)
-			ours := openMem(t, f, nil)
 			defer ours.Close()
 
 			require.Equal(t, theirs.filter, ours.filter, "filter block")
@@ -316,7 +307,7 @@ func TestInterop_SameBytesAsRocksDB(t *testing.T) {
 				want, err := os.ReadFile(path)
 				require.NoError(t, err)
 				require.Equal(t, p.DataSize, ours.Properties().DataSize)
-				require.True(t, bytes.Equal(want[:p.DataSize], f.b[:p.DataSize]), "data blocks differ")
+				require.True(t, bytes.Equal(want[:p.DataSize], ourBytes[:p.DataSize]), "data blocks differ")
 			}
 		})
 	}
@@ -346,4 +337,20 @@ func TestInterop_CasesReadBack(t *testing.T) {
 		require.Len(t, r.Tombstones(), len(tombs), tc.name)
 		require.NoError(t, r.Close())
 	}
+}
+
+// rewriteTable writes every entry of theirs into a new in-memory table with
+// o, and returns it opened and its bytes.
+func rewriteTable(t *testing.T, theirs *Reader, o WriterOptions) (*Reader, []byte) {
+	t.Helper()
+	f := &memFile{}
+	w := NewWriter(f, o)
+	it := theirs.NewIter()
+	for ok := it.First(); ok; ok = it.Next() {
+		require.NoError(t, w.Add(it.Key().Clone(), bytes.Clone(it.Value())))
+	}
+	require.NoError(t, it.Close())
+	_, err := w.Finish()
+	require.NoError(t, err)
+	return openMem(t, f, nil), f.b
 }

@@ -79,18 +79,9 @@ func TestPartitioned_SameAsRocksDB(t *testing.T) {
 			defer theirs.Close()
 			p := theirs.Properties()
 			require.Equal(t, uint32(IndexTwoLevelSearch), p.IndexType)
-			f := &memFile{}
-			w := NewWriter(f, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
+			ours, ourBytes := rewriteTable(t, theirs, WriterOptions{FormatVersion: p.FormatVersion, Checksum: p.ChecksumType,
 				Compression: c.comp, BloomBitsPerKey: 10, WholeKeyFiltering: c.whole, PrefixExtractor: c.pe,
 				TwoLevelIndex: true, PartitionFilters: true, MetadataBlockSize: c.metaSize})
-			it := theirs.NewIter()
-			for ok := it.First(); ok; ok = it.Next() {
-				require.NoError(t, w.Add(it.Key().Clone(), bytes.Clone(it.Value())))
-			}
-			require.NoError(t, it.Close())
-			_, err := w.Finish()
-			require.NoError(t, err)
-			ours := openMem(t, f, nil)
 			defer ours.Close()
 			q := ours.Properties()
 
@@ -132,7 +123,7 @@ func TestPartitioned_SameAsRocksDB(t *testing.T) {
 			if c.comp == NoCompression {
 				want, err := os.ReadFile(c.path)
 				require.NoError(t, err)
-				require.True(t, bytes.Equal(want[:p.DataSize], f.b[:p.DataSize]), "data blocks differ")
+				require.True(t, bytes.Equal(want[:p.DataSize], ourBytes[:p.DataSize]), "data blocks differ")
 			}
 		})
 	}

@@ -222,6 +222,14 @@ func TestCache_GetNoAllocs(t *testing.T) {
 
 func TestCache_Concurrent(t *testing.T) {
 	c := New(2 << 20)
+	churnConcurrently(t, c, c.Set)
+}
+
+// churnConcurrently runs four goroutines of random inserts (through set),
+// checked lookups, file evictions and capacity changes on c, then checks
+// its invariants. Goroutines report wrong blocks through a channel read
+// after they are done.
+func churnConcurrently(t *testing.T, c *Cache, set func(owner, off uint64, v []byte)) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4) // one per goroutine at most, checked after wg.Wait
 	for g := 0; g < 4; g++ {
@@ -234,7 +242,7 @@ func TestCache_Concurrent(t *testing.T) {
 				owner, off := uint64(1+rng.Intn(5)), uint64(rng.Intn(300))
 				switch r := rng.Intn(100); {
 				case r < 40:
-					c.Set(owner, off, block(owner, off, 16+rng.Intn(8<<10)))
+					set(owner, off, block(owner, off, 16+rng.Intn(8<<10)))
 				case r < 97:
 					if v, ok := c.Get(owner, off); ok {
 						if binary.LittleEndian.Uint64(v) != owner || binary.LittleEndian.Uint64(v[8:]) != off {

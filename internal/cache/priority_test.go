@@ -1,11 +1,10 @@
 package cache
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -208,41 +207,15 @@ func TestCache_HighPriNoAllocs(t *testing.T) {
 
 func TestCache_HighPriConcurrent(t *testing.T) {
 	c := NewWithHighPriPool(2<<20, 0.5)
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(seed int64) {
-			defer wg.Done()
-			rng := rand.New(rand.NewSource(seed))
-			for i := 0; i < 3000; i++ {
-				owner, off := uint64(1+rng.Intn(5)), uint64(rng.Intn(300))
-				switch r := rng.Intn(100); {
-				case r < 20:
-					c.Set(owner, off, block(owner, off, 16+rng.Intn(8<<10)))
-				case r < 40:
-					c.SetWithPriority(owner, off, block(owner, off, 16+rng.Intn(8<<10)), HighPriority)
-				case r < 98:
-					if v, ok := c.Get(owner, off); ok {
-						if binary.LittleEndian.Uint64(v) != owner || binary.LittleEndian.Uint64(v[8:]) != off {
-							errs <- fmt.Errorf("wrong block for (%d,%d)", owner, off)
-							return
-						}
-					}
-				case r < 99:
-					c.EvictFile(owner)
-				default:
-					c.SetCapacity(int64(1+rng.Intn(4)) << 20)
-				}
-			}
-		}(int64(g))
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	checkInvariants(t, c)
+	var n atomic.Uint64
+	churnConcurrently(t, c, func(owner, off uint64, v []byte) {
+		// Half the inserts go into the pool.
+		if n.Add(1)%2 == 0 {
+			c.SetWithPriority(owner, off, v, HighPriority)
+			return
+		}
+		c.Set(owner, off, v)
+	})
 }
 
 // BenchmarkSetHighPri inserts into a full cache whose pool is full too:
