@@ -27,6 +27,11 @@ func gpFiles(n, per int, size uint64) []*version.FileMetadata {
 	return gp
 }
 
+// cutKeys is how many keys the cut tests write: about 180 KiB of table,
+// which fits the first memtable (initialMemTableSize, 256 KiB of arena with
+// the nodes' overhead), so the flush makes one L0 file.
+const cutKeys = 1800
+
 // compactL0WithGrandparents flushes n keys (value bytes each) to one L0
 // file and compacts it into L1 with gp as the grandparents, returning the
 // outputs.
@@ -63,7 +68,7 @@ func compactL0WithGrandparents(t *testing.T, n, value int, target int64, gp []*v
 // half the 8 KiB target and the target); cutting at the target alone
 // (every ~70 keys) straddles a boundary at almost every cut.
 func TestCompactionOutputsCutAtGrandparentBoundaries(t *testing.T) {
-	const n, per = 2000, 45
+	const n, per = cutKeys, 45
 	const target = 8 << 10
 	gp := gpFiles(n, per, 1<<10)
 	outs := compactL0WithGrandparents(t, n, 90, target, gp)
@@ -85,7 +90,7 @@ func TestCompactionOutputsCutAtGrandparentBoundaries(t *testing.T) {
 // Without grandparents (or with grandparent files larger than the target)
 // outputs are cut at the target size, as before.
 func TestCompactionOutputsCutAtTargetWithoutBoundaries(t *testing.T) {
-	const n = 2000
+	const n = cutKeys
 	const target = 8 << 10
 	for _, gp := range [][]*version.FileMetadata{nil, gpFiles(n, n, 1<<10)} {
 		outs := compactL0WithGrandparents(t, n, 90, target, gp)

@@ -60,7 +60,8 @@ func run(args []string) int {
 	fs.Float64Var(&c.HighPriPoolRatio, "cache_high_pri_pool_ratio", 0, "share of the block cache for high-priority blocks (Options.HighPriPoolRatio; 0 = engine default)")
 	fs.Int64Var(&c.BlockCacheSize, "cache_size", 0, "block cache bytes (Options.BlockCacheSize; 0 = engine default)")
 	fs.BoolVar(&c.PartitionIndexAndFilters, "partition_index_and_filters", false, "write partitioned indexes and filters (256-byte partitions)")
-	fs.IntVar(&c.PrefixSize, "prefix_size", 7, "initial extractor fixed:N (0 = none); keys are 8 decimal digits")
+	fs.IntVar(&c.PrefixSize, "prefix_size", 7, "initial extractor fixed:N (0 = none); keys are 8 bytes (see -key_shape)")
+	keyShape := fs.String("key_shape", "decimal", "keys: decimal (8 ASCII digits) or binary (8 bytes big-endian, leading zero bytes as in db_bench's keys; -mode stress only)")
 	fs.IntVar(&c.WriteBufferSize, "write_buffer_size", 64<<10, "memtable size in bytes")
 	fs.StringVar(&style, "compaction_style", "level", "level or fifo (fifo drops files: absent keys are allowed)")
 	fs.BoolVar(&c.DynamicLevelBytes, "level_compaction_dynamic_level_bytes", false, "size levels from the largest up (L0 compacts into the base level)")
@@ -102,6 +103,20 @@ func run(args []string) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "stress: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *keyShape == "binary" && mode != "stress" {
+		// Their models group keys by decimal prefixes (ten keys to a
+		// fixed:7 prefix); the stress runner asks the extractor.
+		fmt.Fprintf(os.Stderr, "stress: -key_shape binary is for -mode stress, not %s\n", mode)
+		return 2
+	}
+	if *keyShape == "binary" && c.MaxKey > stress.MaxBinaryKeys {
+		fmt.Fprintf(os.Stderr, "stress: -max_key %d: binary keys allow at most %d\n", c.MaxKey, stress.MaxBinaryKeys)
+		return 2
+	}
+	if err := stress.SetKeyShape(*keyShape); err != nil {
+		fmt.Fprintln(os.Stderr, "stress:", err)
 		return 2
 	}
 	c.DisableConcurrentMemtableWrites = !*allowConcurrent

@@ -14,9 +14,10 @@ import (
 // by uint32 offsets.
 const MaxArenaSize = math.MaxUint32
 
-// arenaAlign is the alignment of every allocation. Nodes hold uint32 links
-// that are accessed with sync/atomic, which needs 4-byte alignment.
-const arenaAlign = 4
+// arenaAlign is the alignment of every allocation. Nodes hold uint64 link
+// words that are accessed with sync/atomic, which needs 8-byte alignment
+// (on 32-bit platforms too).
+const arenaAlign = 8
 
 // arenaReserved is the number of bytes at the start of the arena that are
 // never handed out, so that offset 0 can mean "no node".
@@ -41,8 +42,9 @@ const arenaReserved = 8
 //
 // Invariants:
 //   - buf never grows; bytes below used() are immutable once their node is
-//     published, except the link words of nodes, which are only accessed
-//     through load32/store32. buf is reused only through ArenaPool, after
+//     published, except the link words of nodes and their back links,
+//     which are only accessed atomically (load64/store64/cas64 and
+//     load32/store32). buf is reused only through ArenaPool, after
 //     every reader of its memtable is gone.
 //   - Allocation is by the single writer (alloc) or by concurrent
 //     inserters (allocConcurrent), never both at once; any goroutine may
@@ -182,18 +184,30 @@ func (a *arena) allocConcurrent(size uint64) (off uint32, ok bool) {
 	}
 }
 
-// cas32 atomically replaces the link word at off by v if it holds old.
-func (a *arena) cas32(off, old, v uint32) bool {
-	return atomic.CompareAndSwapUint32((*uint32)(unsafe.Pointer(&a.buf[off])), old, v)
+// cas64 atomically replaces the link word at off, which must be 8-byte
+// aligned, by v if it holds old.
+func (a *arena) cas64(off uint32, old, v uint64) bool {
+	return atomic.CompareAndSwapUint64((*uint64)(unsafe.Pointer(&a.buf[off])), old, v)
 }
 
-// load32 atomically loads the link word at off, which must be 4-byte
+// load64 atomically loads the link word at off, which must be 8-byte
 // aligned. Link words are in native byte order; they never leave memory.
+func (a *arena) load64(off uint32) uint64 {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&a.buf[off])))
+}
+
+// store64 atomically stores v in the link word at off.
+func (a *arena) store64(off uint32, v uint64) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&a.buf[off])), v)
+}
+
+// load32 atomically loads the 4-byte word at off (a back link, or a node's
+// key length), which must be 4-byte aligned.
 func (a *arena) load32(off uint32) uint32 {
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&a.buf[off])))
 }
 
-// store32 atomically stores v in the link word at off.
+// store32 atomically stores v in the 4-byte word at off.
 func (a *arena) store32(off, v uint32) {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&a.buf[off])), v)
 }

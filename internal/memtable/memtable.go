@@ -17,14 +17,16 @@
 //
 // The layout lives in memory only and never reaches disk. The arena is one
 // []byte allocated by New. Offset 0 means "no node"; the first 8 bytes are
-// never handed out. Every allocation is 4-byte aligned. A node is:
+// never handed out. Every allocation is 8-byte aligned. A node is:
 //
 //	+0   trailer  uint64, little-endian: seq<<8 | kind
 //	+8   keyLen   uint32, little-endian
 //	+12  valueLen uint32, little-endian
 //	+16  height   uint32, little-endian, 1..16
 //	+20  prev     uint32, native order, atomic: previous node at level 0
-//	+24  next     height × uint32, native order, atomic: next node per level
+//	+24  next     height × uint64 link words, native order, atomic: per
+//	              level, the next node's offset (low 32 bits) and the
+//	              summary of its key (high 32 bits; see linkWord)
 //	     key      keyLen bytes (the user key)
 //	     value    valueLen bytes
 //

@@ -24,13 +24,63 @@ const (
 	nodeValLen  = 12
 	nodeHeight  = 16
 	nodePrev    = 20
-	nodeTower   = 24 // next[0], next[1], ... one uint32 per level
+	nodeTower   = 24 // next[0], next[1], ... one link word (uint64) per level
 )
 
 // nodeSize is the number of arena bytes a node of the given height with the
 // given key and value needs, not counting alignment padding.
 func nodeSize(height int, keyLen, valueLen uint64) uint64 {
-	return nodeTower + 4*uint64(height) + keyLen + valueLen
+	return nodeTower + 8*uint64(height) + keyLen + valueLen
+}
+
+// A link word names the next node on a level: its offset in the low 32 bits
+// and the summary of its key (see summarize) in the high 32. A search decides
+// which side of a node its key lies on from the summary in the link it
+// followed, without loading the node, whenever the two summaries are valid
+// and differ; only on a tie does it load the node and compare keys. A
+// search is a chain of dependent cache misses, one per node it loads, so
+// every node the summaries rule out is a miss saved: the comparisons that
+// end a level (the successor is past the key) stop costing one.
+// The summary is a function of the node's key, which never changes, so a
+// link word changes exactly when its offset does, and compare-and-swap on
+// the word is compare-and-swap on the link.
+func linkWord(nd, sum uint32) uint64 { return uint64(sum)<<32 | uint64(nd) }
+
+// summaryValid is set in the summary of every key that has one.
+const summaryValid = 1 << 31
+
+// summarize returns an order-preserving summary of a user key: for keys a
+// and b whose summaries are both valid and differ, a < b exactly when
+// summarize(a) < summarize(b). It is 0 (not valid) for keys whose first 7
+// bytes, or all bytes, are zero.
+//
+// Below the valid bit it holds 6-z in 3 bits, where z < 7 is the number of
+// leading zero bytes, and the 28 bits after them (key[z:], zero-padded).
+// Skipping the zeros keeps the bits that differ: keys that are big-endian
+// integers (db_bench's, and many systems' row ids) start with zeros. Order:
+// a key with more leading zeros is smaller than one with fewer (at the
+// first non-zero byte of the latter the former has a zero, and the former
+// is longer than its zeros, so it is not a prefix issue); with z equal, the
+// bits after the zeros order the keys as bytes.Compare does unless they are
+// equal, as any zero-padded prefix does.
+func summarize(key []byte) uint32 {
+	z := 0
+	for z < len(key) && z < 7 && key[z] == 0 {
+		z++
+	}
+	if z == len(key) || z == 7 {
+		return 0
+	}
+	var b [4]byte
+	copy(b[:], key[z:])
+	return summaryValid | uint32(6-z)<<28 | binary.BigEndian.Uint32(b[:])>>4
+}
+
+// summaryOrder tells, from the summaries of a node's key (ws) and a search
+// key (sum), whether the node sorts before the search key. decided is false
+// when only the keys can tell (a summary is not valid, or they tie).
+func summaryOrder(ws, sum uint32) (before, decided bool) {
+	return ws < sum, ws != sum && ws&sum&summaryValid != 0
 }
 
 // skiplist is a sorted linked list with express lanes, stored in an arena.
@@ -96,15 +146,25 @@ type skiplist struct {
 	hintStale atomic.Bool
 }
 
-// touchBelow loads the header of the node after pred one level down, the
-// node the search compares first on that level if it stops at pred on this
-// one. Its cache miss then overlaps the comparison on this level instead of
-// following it: a search is a chain of dependent cache misses, one per node
-// compared, and this takes one link per level out of the chain. The load is
+// touchBelow loads the node after pred one level down, the node the
+// search meets first on that level if it stops at pred on this one, unless
+// the summaries already tell that the search will not load it (it sorts
+// after the key). Its cache miss then overlaps the comparison on this level
+// instead of following it: a search is a chain of dependent cache misses,
+// and this takes one link per level out of the chain. It loads the line the
+// search reads first: the node's link word on that level when the summary
+// says the search moves to the node, its key length otherwise. The load is
 // atomic so that the compiler keeps it although its value is unused.
-func (s *skiplist) touchBelow(pred uint32, level int) {
+func (s *skiplist) touchBelow(pred uint32, level int, sum uint32) {
 	if level > 0 {
-		s.a.load32(s.next(pred, level-1) + nodeKeyLen)
+		w := s.link(pred, level-1)
+		before, decided := summaryOrder(uint32(w>>32), sum)
+		switch {
+		case !decided:
+			s.a.load32(uint32(w) + nodeKeyLen)
+		case before:
+			s.a.load64(uint32(w) + nodeTower + 8*uint32(level-1))
+		}
 	}
 }
 
@@ -119,7 +179,7 @@ func newSkiplist(a *arena) (s *skiplist, ok bool) {
 		return nil, false
 	}
 	for i := 0; i < maxHeight; i++ {
-		a.store32(s.head+nodeTower+4*uint32(i), s.tail)
+		s.setLink(s.head, i, linkWord(s.tail, 0))
 	}
 	a.store32(s.tail+nodePrev, s.head)
 	s.height.Store(1)
@@ -130,7 +190,7 @@ func newSkiplist(a *arena) (s *skiplist, ok bool) {
 }
 
 // sentinelBytes is the arena space the sentinels of one list take.
-const sentinelBytes = 2 * (nodeTower + 4*maxHeight)
+const sentinelBytes = 2 * (nodeTower + 8*maxHeight)
 
 // newNode allocates a node and copies key and value into it. Its links are
 // zero. ok is false when it does not fit.
@@ -151,7 +211,7 @@ func (s *skiplist) fillNode(nd uint32, height int, key []byte, trailer uint64, v
 	binary.LittleEndian.PutUint32(b[nodeKeyLen:], uint32(len(key)))
 	binary.LittleEndian.PutUint32(b[nodeValLen:], uint32(len(value)))
 	binary.LittleEndian.PutUint32(b[nodeHeight:], uint32(height))
-	k := nodeTower + 4*height
+	k := nodeTower + 8*height
 	copy(b[k:], key)
 	copy(b[k+len(key):], value)
 }
@@ -166,7 +226,7 @@ func (s *skiplist) key(nd uint32) []byte {
 	b := s.a.buf[nd:]
 	n := binary.LittleEndian.Uint32(b[nodeKeyLen:])
 	h := binary.LittleEndian.Uint32(b[nodeHeight:])
-	start := nodeTower + 4*h
+	start := nodeTower + 8*h
 	return b[start : start+n : start+n]
 }
 
@@ -176,16 +236,35 @@ func (s *skiplist) value(nd uint32) []byte {
 	kn := binary.LittleEndian.Uint32(b[nodeKeyLen:])
 	vn := binary.LittleEndian.Uint32(b[nodeValLen:])
 	h := binary.LittleEndian.Uint32(b[nodeHeight:])
-	start := nodeTower + 4*h + kn
+	start := nodeTower + 8*h + kn
 	return b[start : start+vn : start+vn]
 }
 
-func (s *skiplist) next(nd uint32, level int) uint32 {
-	return s.a.load32(nd + nodeTower + 4*uint32(level))
+// link returns nd's link word on level.
+func (s *skiplist) link(nd uint32, level int) uint64 {
+	return s.a.load64(nd + nodeTower + 8*uint32(level))
 }
 
+func (s *skiplist) setLink(nd uint32, level int, w uint64) {
+	s.a.store64(nd+nodeTower+8*uint32(level), w)
+}
+
+func (s *skiplist) next(nd uint32, level int) uint32 {
+	return uint32(s.link(nd, level))
+}
+
+// setNext links nd to `to` on level, summarizing to's key (tail has no
+// summary).
 func (s *skiplist) setNext(nd uint32, level int, to uint32) {
-	s.a.store32(nd+nodeTower+4*uint32(level), to)
+	s.setLink(nd, level, s.linkTo(to))
+}
+
+// linkTo returns the link word naming nd.
+func (s *skiplist) linkTo(nd uint32) uint64 {
+	if nd == s.tail {
+		return linkWord(nd, 0)
+	}
+	return linkWord(nd, summarize(s.key(nd)))
 }
 
 // prev returns the node before nd at level 0, as of now. It corrects a
@@ -207,15 +286,26 @@ func (s *skiplist) before(nd uint32, ukey []byte, trailer uint64) bool {
 	return c < 0 || (c == 0 && s.trailer(nd) > trailer)
 }
 
+// beforeLink reports whether the node that the link word w names (not tail)
+// sorts before (ukey, trailer), whose key's summary is sum: from the
+// summaries when they tell, else from the node itself.
+func (s *skiplist) beforeLink(w uint64, ukey []byte, sum uint32, trailer uint64) bool {
+	if before, decided := summaryOrder(uint32(w>>32), sum); decided {
+		return before
+	}
+	return s.before(uint32(w), ukey, trailer)
+}
+
 // seek returns the last node before (ukey, trailer) and the first node not
 // before it, at level 0. pred may be head and succ may be tail.
 func (s *skiplist) seek(ukey []byte, trailer uint64) (pred, succ uint32) {
+	sum := summarize(ukey)
 	pred = s.head
 	for level := int(s.height.Load()) - 1; ; level-- {
-		succ = s.next(pred, level)
-		for succ != s.tail && s.before(succ, ukey, trailer) {
+		w := s.link(pred, level)
+		for succ = uint32(w); succ != s.tail && s.beforeLink(w, ukey, sum, trailer); succ = uint32(w) {
 			pred = succ
-			succ = s.next(pred, level)
+			w = s.link(pred, level)
 		}
 		if level == 0 {
 			return pred, succ
@@ -226,9 +316,12 @@ func (s *skiplist) seek(ukey []byte, trailer uint64) (pred, succ uint32) {
 // last returns the last node, or head when the list is empty.
 func (s *skiplist) last() uint32 { return s.prev(s.tail) }
 
-// splice holds, for every level, the nodes between which a new key goes.
+// splice holds, for every level, the nodes between which a new key goes,
+// and the summary of each succ's key (0 for tail), so that the link word
+// naming succs[i] is linkWord(succs[i], sums[i]).
 type splice struct {
 	preds, succs [maxHeight]uint32
+	sums         [maxHeight]uint32
 }
 
 // findSplice updates sp, which must be the list's hint, to the splice of
@@ -240,7 +333,7 @@ type splice struct {
 // (random keys), checking the hint would only add comparisons, so it
 // searches from the top of the list and notes, by comparing node offsets
 // only, how low the hint would have bracketed the key.
-func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
+func (s *skiplist) findSplice(ukey []byte, sum uint32, trailer uint64, sp *splice) {
 	h := int(s.height.Load())
 	// Search levels below level, on each from pred, stopping at bound at
 	// the latest. Levels from h up are head..tail in every splice.
@@ -250,7 +343,7 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 			return
 		}
 	}
-	lowest := s.searchBelow(ukey, trailer, sp, level, pred, bound)
+	lowest := s.searchBelow(ukey, sum, trailer, sp, level, pred, bound)
 	// The hint saves the search of the levels from lowest up, and costs
 	// two comparisons on level 0 and a binary search over the levels.
 	s.useHint = lowest+2 < h
@@ -259,26 +352,28 @@ func (s *skiplist) findSplice(ukey []byte, trailer uint64, sp *splice) {
 // searchBelow fills the pairs of sp for the levels below level, searching
 // each from pred and stopping at bound at the latest; pred must be before
 // the key (or head) and bound not before it (or tail), on level-1 and so on
-// every level below. It returns the lowest level from which the pairs sp
-// held already were the right ones (level when none was). It writes only
-// sp, so concurrent inserters may run it on splices of their own.
-func (s *skiplist) searchBelow(ukey []byte, trailer uint64, sp *splice, level int, pred, bound uint32) (lowest int) {
+// every level below; sum is the key's summary. It returns the lowest level
+// from which the pairs sp held already were the right ones (level when none
+// was). It writes only sp, so concurrent inserters may run it on splices of
+// their own.
+func (s *skiplist) searchBelow(ukey []byte, sum uint32, trailer uint64, sp *splice, level int, pred, bound uint32) (lowest int) {
 	lowest = level
 	for level--; level >= 0; level-- {
 		// bound, the succ of the level above, is on this level too and not
 		// before the key: the walk stops there at the latest, without
 		// comparing it again.
-		succ := s.next(pred, level)
-		s.touchBelow(pred, level)
-		for succ != bound && s.before(succ, ukey, trailer) {
-			pred = succ
-			succ = s.next(pred, level)
-			s.touchBelow(pred, level)
+		w := s.link(pred, level)
+		s.touchBelow(pred, level, sum)
+		for uint32(w) != bound && s.beforeLink(w, ukey, sum, trailer) {
+			pred = uint32(w)
+			w = s.link(pred, level)
+			s.touchBelow(pred, level, sum)
 		}
+		succ := uint32(w)
 		if sp.preds[level] == pred && sp.succs[level] == succ {
 			lowest = level // the old pair was the right one
 		}
-		sp.preds[level], sp.succs[level] = pred, succ
+		sp.preds[level], sp.succs[level], sp.sums[level] = pred, succ, uint32(w>>32)
 		bound = succ
 	}
 	return lowest
@@ -344,8 +439,9 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 	if s.hintStale.Load() {
 		s.resetHint()
 	}
-	s.findSplice(key, trailer, sp)
-	if succ := sp.succs[0]; succ != s.tail && s.trailer(succ) == trailer && bytes.Equal(s.key(succ), key) {
+	sum := summarize(key)
+	s.findSplice(key, sum, trailer, sp)
+	if s.isKey(sp.succs[0], sp.sums[0], key, sum, trailer) {
 		return errDuplicate
 	}
 	h := randomHeight()
@@ -354,7 +450,7 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 		return errFull
 	}
 	for i := 0; i < h; i++ {
-		s.setNext(nd, i, sp.succs[i])
+		s.setLink(nd, i, linkWord(sp.succs[i], sp.sums[i]))
 	}
 	s.a.store32(nd+nodePrev, sp.preds[0])
 	if uint32(h) > s.height.Load() {
@@ -364,8 +460,9 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 	}
 	// Publish bottom-up: once a reader can reach nd at some level, it can
 	// reach it at level 0.
+	link := linkWord(nd, sum)
 	for i := 0; i < h; i++ {
-		s.setNext(sp.preds[i], i, nd)
+		s.setLink(sp.preds[i], i, link)
 		sp.preds[i] = nd // the hint now brackets the keys just after nd
 	}
 	s.a.store32(sp.succs[0]+nodePrev, nd)
@@ -383,7 +480,7 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 // searches from the top.
 func (s *skiplist) resetHint() {
 	for i := range s.hint.preds {
-		s.hint.preds[i], s.hint.succs[i] = s.head, s.tail
+		s.hint.preds[i], s.hint.succs[i], s.hint.sums[i] = s.head, s.tail, 0
 	}
 	s.useHint = false
 	s.hintStale.Store(false)
@@ -405,8 +502,9 @@ func (s *skiplist) insertConcurrent(key []byte, trailer uint64, value []byte) er
 	}
 	var sp splice
 	listHeight := int(s.height.Load())
-	s.searchBelow(key, trailer, &sp, listHeight, s.head, s.tail)
-	if s.isKey(sp.succs[0], key, trailer) {
+	sum := summarize(key)
+	s.searchBelow(key, sum, trailer, &sp, listHeight, s.head, s.tail)
+	if s.isKey(sp.succs[0], sp.sums[0], key, sum, trailer) {
 		return errDuplicate
 	}
 	h := randomHeight()
@@ -425,23 +523,24 @@ func (s *skiplist) insertConcurrent(key []byte, trailer uint64, value []byte) er
 	// height; if that changed, their compare-and-swap fails and they are
 	// searched again.
 	for i := listHeight; i < h; i++ {
-		sp.preds[i], sp.succs[i] = s.head, s.tail
+		sp.preds[i], sp.succs[i], sp.sums[i] = s.head, s.tail, 0
 	}
+	link := linkWord(nd, sum)
 	for i := 0; i < h; i++ {
 		for {
-			pred, succ := sp.preds[i], sp.succs[i]
-			s.setNext(nd, i, succ)
+			pred, old := sp.preds[i], linkWord(sp.succs[i], sp.sums[i])
+			s.setLink(nd, i, old)
 			if i == 0 {
 				s.a.store32(nd+nodePrev, pred)
 			}
-			if s.a.cas32(pred+nodeTower+4*uint32(i), succ, nd) {
+			if s.a.cas64(pred+nodeTower+8*uint32(i), old, link) {
 				break
 			}
-			pred, succ = s.findLevel(key, trailer, pred, i)
-			if i == 0 && s.isKey(succ, key, trailer) {
+			pred, w := s.findLevel(key, sum, trailer, pred, i)
+			if i == 0 && s.isKey(uint32(w), uint32(w>>32), key, sum, trailer) {
 				return errDuplicate
 			}
-			sp.preds[i], sp.succs[i] = pred, succ
+			sp.preds[i], sp.succs[i], sp.sums[i] = pred, uint32(w), uint32(w>>32)
 		}
 		if i == 0 {
 			// succ may since have got a newer node before it, whose
@@ -457,21 +556,22 @@ func (s *skiplist) insertConcurrent(key []byte, trailer uint64, value []byte) er
 }
 
 // findLevel walks level from pred, which must sort before the key (or be
-// head), to the last node before (ukey, trailer); it returns that node and
-// the one after it.
-func (s *skiplist) findLevel(ukey []byte, trailer uint64, pred uint32, level int) (uint32, uint32) {
-	succ := s.next(pred, level)
-	for succ != s.tail && s.before(succ, ukey, trailer) {
-		pred = succ
-		succ = s.next(pred, level)
+// head), to the last node before (ukey, trailer), whose summary is sum; it
+// returns that node and its link word on level (naming the node after it).
+func (s *skiplist) findLevel(ukey []byte, sum uint32, trailer uint64, pred uint32, level int) (uint32, uint64) {
+	w := s.link(pred, level)
+	for uint32(w) != s.tail && s.beforeLink(w, ukey, sum, trailer) {
+		pred = uint32(w)
+		w = s.link(pred, level)
 	}
-	return pred, succ
+	return pred, w
 }
 
 // isKey reports whether nd, which may be tail, has the internal key
-// (ukey, trailer).
-func (s *skiplist) isKey(nd uint32, ukey []byte, trailer uint64) bool {
-	return nd != s.tail && s.trailer(nd) == trailer && bytes.Equal(s.key(nd), ukey)
+// (ukey, trailer); ndSum and sum are the summaries of their user keys. Keys
+// with different summaries differ, which spares loading nd.
+func (s *skiplist) isKey(nd, ndSum uint32, ukey []byte, sum uint32, trailer uint64) bool {
+	return nd != s.tail && ndSum == sum && s.trailer(nd) == trailer && bytes.Equal(s.key(nd), ukey)
 }
 
 // randomHeight draws a tower height: 1 with probability 3/4, 2 with 3/16,

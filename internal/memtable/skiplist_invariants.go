@@ -29,6 +29,9 @@ func (s *skiplist) checkNeighbours(nd uint32, height int) (key []byte, trailer u
 			panic(fmt.Sprintf("memtable: skiplist: %q#%x inserted before %q#%x at level %d",
 				key, trailer, s.key(next), s.trailer(next), level))
 		}
+		if w := s.link(nd, level); w != s.linkTo(uint32(w)) {
+			panic(fmt.Sprintf("memtable: skiplist: the link of %q#%x at level %d has a wrong summary", key, trailer, level))
+		}
 	}
 	return key, trailer
 }
@@ -42,8 +45,8 @@ func (s *skiplist) checkHint(nd uint32, height int) string {
 		if level < height && sp.preds[level] != nd {
 			return fmt.Sprintf("hint pred on level %d is not the new node", level)
 		}
-		if s.next(sp.preds[level], level) != sp.succs[level] {
-			return fmt.Sprintf("hint pair on level %d is not adjacent", level)
+		if s.link(sp.preds[level], level) != linkWord(sp.succs[level], sp.sums[level]) {
+			return fmt.Sprintf("hint pair on level %d is not adjacent, or its summary is wrong", level)
 		}
 	}
 	return ""
@@ -96,6 +99,13 @@ func (s *skiplist) checkList() string {
 		// The raw back link, before prev corrects its lag: a node before.
 		if p, ok := pos[s.a.load32(nd+nodePrev)]; !ok || p >= i {
 			return fmt.Sprintf("node %d of level 0 has a back link to a node not before it", i)
+		}
+	}
+	for level := 0; level < maxHeight; level++ {
+		for nd := s.head; nd != s.tail; nd = s.next(nd, level) {
+			if w := s.link(nd, level); w != s.linkTo(uint32(w)) {
+				return fmt.Sprintf("level %d: a link names %q with a wrong summary", level, s.key(uint32(w)))
+			}
 		}
 	}
 	for level := 1; level < maxHeight; level++ {

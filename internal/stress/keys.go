@@ -8,23 +8,68 @@ package stress
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 )
 
-// KeyLen is the length of every key: the key index in decimal, zero padded,
-// so byte order is numeric order and fixed:N extractors group 10^(KeyLen-N)
-// consecutive keys.
+// KeyLen is the length of every key: the key index in decimal, zero padded
+// (fixed:N extractors group 10^(KeyLen-N) consecutive keys), or with
+// SetKeyShape("binary") the cube of the index, big-endian. Either way byte
+// order is numeric order.
 const KeyLen = 8
 
+// binaryKeys is set by SetKeyShape("binary").
+var binaryKeys atomic.Bool
+
+// SetKeyShape chooses, before a run, how Key encodes an index: "decimal"
+// (the default) or "binary", an integer big-endian behind zero bytes as
+// db_bench's keys are. The memtable's searches order binary keys by the
+// summaries in its link words, without loading the nodes, and fall back to
+// the keys for decimal ones (whose summaries tie), so the two shapes run
+// different paths of its search. The integer is the cube of the index, so
+// that the keys of one key space have different numbers of leading zero
+// bytes (7 down to 4 below index 1000), which the summaries encode.
+func SetKeyShape(shape string) error {
+	switch shape {
+	case "decimal", "":
+		binaryKeys.Store(false)
+	case "binary":
+		binaryKeys.Store(true)
+	default:
+		return errors.Newf("key shape %q: want decimal or binary", shape)
+	}
+	return nil
+}
+
 // Key returns the key of index i.
-func Key(i int) []byte { return fmt.Appendf(make([]byte, 0, KeyLen), "%08d", i) }
+func Key(i int) []byte {
+	if binaryKeys.Load() {
+		return binary.BigEndian.AppendUint64(make([]byte, 0, KeyLen), uint64(i)*uint64(i)*uint64(i))
+	}
+	return fmt.Appendf(make([]byte, 0, KeyLen), "%08d", i)
+}
+
+// MaxBinaryKeys bounds the key space of binary keys: the cube of a larger index
+// overflows 64 bits.
+const MaxBinaryKeys = 1 << 21
 
 // KeyIndex decodes a key made by Key.
 func KeyIndex(k []byte) (int, error) {
 	if len(k) != KeyLen {
 		return 0, errors.Newf("key %q: length %d, want %d", k, len(k), KeyLen)
+	}
+	if binaryKeys.Load() {
+		v := binary.BigEndian.Uint64(k)
+		n := uint64(math.Round(math.Cbrt(float64(v))))
+		for _, c := range []uint64{n - 1, n, n + 1} {
+			if c < MaxBinaryKeys && c*c*c == v {
+				return int(c), nil
+			}
+		}
+		return 0, errors.Newf("key %x: not a stress key", k)
 	}
 	n, err := strconv.Atoi(string(k))
 	if err != nil || n < 0 {

@@ -1,6 +1,7 @@
 package stress
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -137,6 +138,19 @@ func TestStressExtractorSwaps(t *testing.T) {
 	require.Positive(t, r.Stats.Iters.Load())
 }
 
+// TestStressBinaryKeys is the short stress run with keys shaped as
+// db_bench's (big-endian behind zero bytes), whose memtable searches are
+// decided by the summaries in the skiplist's link words rather than by the
+// keys.
+func TestStressBinaryKeys(t *testing.T) {
+	require.NoError(t, SetKeyShape("binary"))
+	defer func() { require.NoError(t, SetKeyShape("decimal")) }()
+	c := memConfig(t)
+	r := runStress(t, c)
+	require.Positive(t, r.Stats.Swaps.Load())
+	require.Positive(t, r.Stats.Iters.Load())
+}
+
 func TestStressFIFOZstd(t *testing.T) {
 	c := memConfig(t)
 	c.FIFO, c.Compression, c.OpsPerThread = true, db.ZstdCompression, 800*scale()
@@ -235,4 +249,27 @@ func TestCrash(t *testing.T) {
 			require.Positive(t, st.Kills+st.KillPoints)
 		})
 	}
+}
+
+// TestBinaryKeys checks that binary keys decode, sort as their indexes do,
+// and are refused in the decimal shape and the other way around.
+func TestBinaryKeys(t *testing.T) {
+	require.NoError(t, SetKeyShape("binary"))
+	defer func() { require.NoError(t, SetKeyShape("decimal")) }()
+	var prev []byte
+	for _, i := range []int{0, 1, 2, 6, 7, 255, 256, 999, 1000, 65535, 1 << 20, MaxBinaryKeys - 1} {
+		k := Key(i)
+		require.Len(t, k, KeyLen)
+		n, err := KeyIndex(k)
+		require.NoError(t, err)
+		require.Equal(t, i, n)
+		require.Negative(t, bytes.Compare(prev, k), "key %d", i)
+		prev = k
+	}
+	_, err := KeyIndex([]byte("00000123"))
+	require.Error(t, err)
+	require.Error(t, SetKeyShape("hex"))
+	require.NoError(t, SetKeyShape("decimal"))
+	_, err = KeyIndex(prev)
+	require.Error(t, err)
 }
