@@ -121,6 +121,11 @@ type DB struct {
 		// memNextSize is the arena size of the next memtable the write path
 		// makes (see nextMemTableSizeLocked); 0 before the first.
 		memNextSize int
+		// summaryPrefix is what the next memtable's skiplists strip before
+		// summarizing keys (memtable.SetSummaryPrefix): the common prefix
+		// of the last memtable of two keys or more that was replaced, or at
+		// Open of the tables' key range.
+		summaryPrefix []byte
 
 		log struct {
 			num    uint64

@@ -30,8 +30,17 @@ func (d *DB) nextMemTableSizeLocked() int {
 	return size
 }
 
+// noteSummaryPrefixLocked takes the summary prefix for the memtables to
+// come from m, which is being replaced: the keys written next most likely
+// share what m's keys shared. d.mu must be held.
+func (d *DB) noteSummaryPrefixLocked(m *memTable) {
+	if p := m.CommonPrefix(); p != nil {
+		d.mu.summaryPrefix = p
+	}
+}
+
 // newMemTable makes a memtable whose arena has size bytes, or more when it
-// must hold need bytes. Open, SetOptions and the write path keep the size
+// must hold need bytes. d.mu must be held. Open, SetOptions and the write path keep the size
 // within memtable.MaxArenaSize; a size beyond it is an ErrInvalidArgument
 // error, never a panic.
 func (d *DB) newMemTable(logNum uint64, need, size int) (*memTable, error) {
@@ -46,6 +55,7 @@ func (d *DB) newMemTable(logNum uint64, need, size int) (*memTable, error) {
 	if reused {
 		d.arenaReuses.Add(1)
 	}
+	m.SetSummaryPrefix(d.mu.summaryPrefix)
 	mt := &memTable{MemTable: m, logNum: logNum, size: size}
 	mt.refs.Store(1) // the DB's, dropped when it is retired after its flush
 	return mt, nil
@@ -76,6 +86,7 @@ func (d *DB) rotateMemtableLocked(need int) error {
 		return nil
 	}
 	// Make the successor first: a failure leaves everything as it was.
+	d.noteSummaryPrefixLocked(d.mu.mem)
 	next, err := d.newMemTable(0, need, size)
 	if err != nil {
 		return err

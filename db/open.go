@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -236,6 +237,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 			toReplay = append(toReplay, n)
 		}
 	}
+	d.mu.summaryPrefix = keyRangePrefix(vs.Current())
 	// An empty arena: the first recovered batch replaces it with a full
 	// write buffer, and a database without WAL records allocates none.
 	mem, err := d.newMemTable(0, 0, 0)
@@ -274,6 +276,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	// No read view lists the recovered memtables yet (Open installs the
 	// first after recovery): the DB's reference is the only one.
 	for _, m := range d.mu.imm {
+		d.noteSummaryPrefixLocked(m) // ends with the newest of two keys or more
 		m.unref(d)
 	}
 	if d.mu.mem.Empty() {
@@ -297,6 +300,33 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	return nil
 }
 
+// keyRangePrefix returns the common prefix of the smallest and the largest
+// user key of v's tables, or nil when it has none: the first memtable's
+// summary prefix (see memtable.SetSummaryPrefix).
+func keyRangePrefix(v *version.Version) []byte {
+	var lo, hi []byte
+	found := false
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if !found || base.CompareUser(f.Smallest.UserKey, lo) < 0 {
+				lo = f.Smallest.UserKey
+			}
+			if !found || base.CompareUser(f.Largest.UserKey, hi) > 0 {
+				hi = f.Largest.UserKey
+			}
+			found = true
+		}
+	}
+	n := 0
+	for n < len(lo) && n < len(hi) && lo[n] == hi[n] {
+		n++
+	}
+	if !found {
+		return nil
+	}
+	return bytes.Clone(lo[:n])
+}
+
 // applyRecoveredLocked applies one recovered batch, moving full memtables
 // aside (to be flushed by the caller, or kept when read-only).
 func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) error {
@@ -310,6 +340,7 @@ func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) err
 	if !d.mu.mem.fits(need) {
 		// Replay fills whole write buffers: small ones would only make
 		// small L0 tables.
+		d.noteSummaryPrefixLocked(d.mu.mem)
 		m, err := d.newMemTable(0, need, int(d.writeBufferSize.Load()))
 		if err != nil {
 			return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)

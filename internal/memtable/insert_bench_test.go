@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +32,18 @@ func benchInsert(b *testing.B, keys [][]byte) {
 
 func benchInsertWith(b *testing.B, keys [][]byte, add func(*MemTable, base.InternalKey, []byte) error) {
 	value := make([]byte, 100)
+	// The summary prefix the db would pass after the first memtable: the
+	// keys' common prefix.
+	lo, hi := slices.MinFunc(keys, bytes.Compare), slices.MaxFunc(keys, bytes.Compare)
+	n := 0
+	for n < len(lo) && n < len(hi) && lo[n] == hi[n] {
+		n++
+	}
+	newPrefaulted := func(size int) *MemTable {
+		m := newPrefaulted(size)
+		m.SetSummaryPrefix(lo[:n])
+		return m
+	}
 	m := newPrefaulted(64 << 20)
 	b.SetBytes(int64(len(keys[0]) + len(value)))
 	b.ReportAllocs()

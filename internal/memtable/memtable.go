@@ -154,6 +154,40 @@ func makeWith(a *arena) (*MemTable, error) {
 	return m, nil
 }
 
+// SetSummaryPrefix sets the prefix that the skiplists strip from user keys
+// before summarizing them in their link words. A search decides a
+// comparison from the summaries, without loading the node, when both keys
+// start with the prefix and their next 28 or so bits differ (leading zero
+// bytes are skipped too), so the prefix should be the one the keys to come
+// share: the db passes the common prefix of the previous memtable's
+// smallest and largest keys (CommonPrefix). Keys without it are compared
+// in full, as keys with equal summaries are: any prefix is correct, a good
+// one is faster. It must be called before the memtable is used or shared.
+func (m *MemTable) SetSummaryPrefix(p []byte) {
+	p = bytes.Clone(p)
+	m.points.pfx, m.rangeDels.pfx = p, p
+}
+
+// CommonPrefix returns the longest common prefix of the smallest and the
+// largest user key among the point entries (so of all of them), or nil
+// when there are fewer than two distinct ones. The slice is the caller's.
+func (m *MemTable) CommonPrefix() []byte {
+	s := m.points
+	first, last := s.next(s.head, 0), s.last()
+	if first == s.tail {
+		return nil
+	}
+	a, b := s.key(first), s.key(last)
+	if bytes.Equal(a, b) {
+		return nil // one user key tells nothing of the others
+	}
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return bytes.Clone(a[:n])
+}
+
 // Add copies key and value into the memtable. It returns ErrArenaFull when
 // they do not fit, an ErrInvalidArgument error when no arena could hold them
 // (SizeFor > MaxArenaSize), and an assertion error when the internal key is

@@ -119,8 +119,17 @@ func requireAt(t *testing.T, md model, i int, it *memtable.Iter, ok bool, op str
 }
 
 func TestMemTable_Model(t *testing.T) {
+	// The summary prefix changes only how searches decide, never what
+	// they find: keys with it, keys without it, and a prefix no key has.
+	for _, pfx := range []string{"", "k", "k00", "\x00\x00\x00\x00\x00\x00", "zz"} {
+		t.Run(fmt.Sprintf("prefix=%q", pfx), func(t *testing.T) { testModel(t, []byte(pfx)) })
+	}
+}
+
+func testModel(t *testing.T, pfx []byte) {
 	r := newRand(t)
 	m := memtable.New(1 << 20)
+	m.SetSummaryPrefix(pfx)
 	require.True(t, m.Empty())
 	md := fill(t, r, m, 2000)
 	require.False(t, m.Empty())
@@ -182,6 +191,24 @@ func TestMemTable_Model(t *testing.T) {
 		}
 	}
 	require.NoError(t, it.Close())
+}
+
+func TestMemTable_CommonPrefix(t *testing.T) {
+	m := memtable.New(1 << 16)
+	require.Nil(t, m.CommonPrefix())
+	add := func(k string, seq base.SeqNum) {
+		require.NoError(t, m.Add(base.MakeInternalKey([]byte(k), seq, base.KindSet), nil))
+	}
+	add("user0042", 1)
+	require.Nil(t, m.CommonPrefix(), "one key tells nothing")
+	add("user0042", 2)
+	require.Nil(t, m.CommonPrefix(), "nor one user key twice")
+	add("user0777", 3)
+	require.Equal(t, "user0", string(m.CommonPrefix()))
+	add("usa", 4)
+	require.Equal(t, "us", string(m.CommonPrefix()))
+	add("b", 5)
+	require.Equal(t, "", string(m.CommonPrefix()))
 }
 
 func TestMemTable_Empty(t *testing.T) {

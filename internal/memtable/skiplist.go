@@ -76,6 +76,18 @@ func summarize(key []byte) uint32 {
 	return summaryValid | uint32(6-z)<<28 | binary.BigEndian.Uint32(b[:])>>4
 }
 
+// summarize returns the summary of a user key in this list: keys that
+// start with the list's summary prefix are summarized after it (so that
+// keys sharing a long prefix, such as "user" and digits, still differ in
+// their summaries), the others have none. Order holds between keys that
+// both have the prefix, the only ones with valid summaries.
+func (s *skiplist) summarize(key []byte) uint32 {
+	if !bytes.HasPrefix(key, s.pfx) {
+		return 0
+	}
+	return summarize(key[len(s.pfx):])
+}
+
 // summaryOrder tells, from the summaries of a node's key (ws) and a search
 // key (sum), whether the node sorts before the search key. decided is false
 // when only the keys can tell (a summary is not valid, or they tie).
@@ -124,6 +136,9 @@ type skiplist struct {
 	a          *arena
 	head, tail uint32
 	height     atomic.Uint32 // tallest tower in the list, >= 1
+	// pfx is the summary prefix (see summarize), set before the list is
+	// shared and never changed: a link's summary depends on it.
+	pfx []byte
 
 	// hint is the splice just after the node the last insert added (or
 	// head..tail on every level before the first): preds[i] is the last
@@ -264,7 +279,7 @@ func (s *skiplist) linkTo(nd uint32) uint64 {
 	if nd == s.tail {
 		return linkWord(nd, 0)
 	}
-	return linkWord(nd, summarize(s.key(nd)))
+	return linkWord(nd, s.summarize(s.key(nd)))
 }
 
 // prev returns the node before nd at level 0, as of now. It corrects a
@@ -299,7 +314,7 @@ func (s *skiplist) beforeLink(w uint64, ukey []byte, sum uint32, trailer uint64)
 // seek returns the last node before (ukey, trailer) and the first node not
 // before it, at level 0. pred may be head and succ may be tail.
 func (s *skiplist) seek(ukey []byte, trailer uint64) (pred, succ uint32) {
-	sum := summarize(ukey)
+	sum := s.summarize(ukey)
 	pred = s.head
 	for level := int(s.height.Load()) - 1; ; level-- {
 		w := s.link(pred, level)
@@ -439,7 +454,7 @@ func (s *skiplist) insert(key []byte, trailer uint64, value []byte) error {
 	if s.hintStale.Load() {
 		s.resetHint()
 	}
-	sum := summarize(key)
+	sum := s.summarize(key)
 	s.findSplice(key, sum, trailer, sp)
 	if s.isKey(sp.succs[0], sp.sums[0], key, sum, trailer) {
 		return errDuplicate
@@ -502,7 +517,7 @@ func (s *skiplist) insertConcurrent(key []byte, trailer uint64, value []byte) er
 	}
 	var sp splice
 	listHeight := int(s.height.Load())
-	sum := summarize(key)
+	sum := s.summarize(key)
 	s.searchBelow(key, sum, trailer, &sp, listHeight, s.head, s.tail)
 	if s.isKey(sp.succs[0], sp.sums[0], key, sum, trailer) {
 		return errDuplicate

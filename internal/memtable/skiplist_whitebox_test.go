@@ -223,6 +223,34 @@ func TestSummarize_Order(t *testing.T) {
 		}
 	}
 	require.Greater(t, decided, len(keys)*len(keys)/4, "summaries should decide most pairs of these keys")
+
+	// With a summary prefix: the same keys behind two prefixes, and the
+	// keys alone, which lack them.
+	for _, pfx := range []string{"u", "user", "\x00\x00"} {
+		s := &skiplist{pfx: []byte(pfx)}
+		var all [][]byte
+		for i, k := range keys {
+			all = append(all, k, append([]byte(pfx), k...))
+			if i%3 == 0 {
+				all = append(all, append([]byte(pfx[:len(pfx)-1]+"v"), k...))
+			}
+		}
+		decided := 0
+		for _, a := range all {
+			sa := s.summarize(a)
+			if !bytes.HasPrefix(a, s.pfx) {
+				require.Zero(t, sa, "%x lacks the prefix %q", a, pfx)
+			}
+			for _, b := range all {
+				before, ok := summaryOrder(sa, s.summarize(b))
+				if ok {
+					decided++
+					require.Equal(t, bytes.Compare(a, b) < 0, before, "prefix %q: %x vs %x", pfx, a, b)
+				}
+			}
+		}
+		require.Greater(t, decided, len(all)*len(all)/20, "prefix %q", pfx)
+	}
 }
 
 // TestSummarize_DecidesBenchKeys checks that the summaries tell db_bench's

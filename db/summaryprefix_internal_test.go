@@ -1,0 +1,70 @@
+package db
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// The memtable summary prefix follows the keys: the common prefix of the
+// memtable a flush replaced, of the tables' key range after a reopen, or of
+// the memtable a WAL replay filled; reads find every key whatever it is.
+func TestSummaryPrefixFollowsKeys(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{CreateIfMissing: true, FS: fs}
+	d, err := Open("db", opts)
+	require.NoError(t, err)
+	prefix := func() string {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return string(d.mu.summaryPrefix)
+	}
+	require.Equal(t, "", prefix(), "an empty database has no key range")
+	put := func(format string, n int) {
+		for i := 0; i < n; i++ {
+			k := fmt.Sprintf(format, i*7)
+			require.NoError(t, d.Put([]byte(k), []byte(k), nil))
+		}
+	}
+	put("user%08d", 1000)
+	require.NoError(t, d.Flush())
+	require.Equal(t, "user0000", prefix())
+	require.NoError(t, d.Close())
+
+	// Reopen: the tables hold the user keys.
+	d, err = Open("db", opts)
+	require.NoError(t, err)
+	require.Equal(t, "user0000", prefix())
+	put("item%06d", 500) // keys without the prefix: compared in full
+	for _, k := range []string{"item000007", "user00006993"} {
+		v, err := d.Get([]byte(k), nil)
+		require.NoError(t, err)
+		require.Equal(t, k, string(v))
+	}
+	require.NoError(t, d.Flush())
+	require.Equal(t, "item00", prefix())
+	require.NoError(t, d.Close())
+
+	// Reopen again: the tables hold both key sets, which share nothing.
+	d, err = Open("db", opts)
+	require.NoError(t, err)
+	require.Equal(t, "", prefix())
+
+	// A crash with synced writes in the WAL: the replayed memtable's keys
+	// decide.
+	for i := 0; i < 300; i++ {
+		k := fmt.Sprintf("zone%05d", i*3)
+		require.NoError(t, d.Put([]byte(k), []byte(k), &WriteOptions{Sync: true}))
+	}
+	crashed := fs.CrashClone()
+	require.NoError(t, d.Close())
+	d, err = Open("db", &Options{FS: crashed})
+	require.NoError(t, err)
+	require.Equal(t, "zone00", prefix())
+	v, err := d.Get([]byte("zone00897"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "zone00897", string(v))
+	require.NoError(t, d.Close())
+}
