@@ -114,7 +114,13 @@ var writerPool = sync.Pool{New: func() any { return new(writer) }}
 // keep inserting concurrently; a single-threaded writer never meets one.
 const aloneAfter = 1 << 12
 
-// lock takes mu, noting when it had to wait for it.
+// lock takes mu, noting when it had to wait for it. A writer that finds
+// mu held yields its P and tries again, up to lockSpins times, before it
+// sleeps in mu.Lock: the holder keeps mu for well under a microsecond, and
+// a writer asleep in the mutex costs a wake-up (a futex call when its P
+// went idle meanwhile) and leaves its core idle until then, while one that
+// yields lets the P run another goroutine (a writer encoding its batch, a
+// flush) and keeps it busy.
 func (c *commitPipeline) lock() {
 	if c.mu.TryLock() {
 		return
@@ -122,8 +128,20 @@ func (c *commitPipeline) lock() {
 	if !c.blocked.Load() {
 		c.blocked.Store(true)
 	}
+	for i := 0; i < lockSpins; i++ {
+		runtime.Gosched()
+		if c.mu.TryLock() {
+			return
+		}
+	}
 	c.mu.Lock()
 }
+
+// lockSpins bounds the yields of lock before it sleeps. Measured with
+// fillrandom -threads=2 and 4 on 2 cores, four reps interleaved (medians):
+// 0 yields 416K and 465K writes/s, 50 yields 499K and 585K, 150 yields
+// 538K and 581K, at the same CPU per write (Pebble 295K and 386K).
+const lockSpins = 150
 
 // concurrentLocked reports whether the writer holding mu should insert
 // into mem, the mutable memtable, concurrently: other writers met at mu
