@@ -140,7 +140,7 @@ func (c *commitPipeline) lock() {
 // lockSpins bounds the yields of lock before it sleeps. Measured with
 // fillrandom -threads=2 and 4 on 2 cores, four reps interleaved (medians):
 // 0 yields 416K and 465K writes/s, 50 yields 499K and 585K, 150 yields
-// 538K and 581K, at the same CPU per write (Pebble 295K and 386K).
+// 538K and 595K, at the same CPU per write (Pebble 295K and 386K).
 const lockSpins = 150
 
 // concurrentLocked reports whether the writer holding mu should insert
