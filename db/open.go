@@ -317,14 +317,10 @@ func keyRangePrefix(v *version.Version) []byte {
 			found = true
 		}
 	}
-	n := 0
-	for n < len(lo) && n < len(hi) && lo[n] == hi[n] {
-		n++
-	}
 	if !found {
 		return nil
 	}
-	return bytes.Clone(lo[:n])
+	return bytes.Clone(lo[:base.SharedPrefixLen(lo, hi)])
 }
 
 // applyRecoveredLocked applies one recovered batch, moving full memtables

@@ -22,13 +22,22 @@ func TestSummaryPrefixFollowsKeys(t *testing.T) {
 		return string(d.mu.summaryPrefix)
 	}
 	require.Equal(t, "", prefix(), "an empty database has no key range")
-	put := func(format string, n int) {
+	// put writes keys format(0), format(step), ... n of them, each its
+	// own value.
+	put := func(format string, n, step int, wo *WriteOptions) {
 		for i := 0; i < n; i++ {
-			k := fmt.Sprintf(format, i*7)
-			require.NoError(t, d.Put([]byte(k), []byte(k), nil))
+			k := fmt.Sprintf(format, i*step)
+			require.NoError(t, d.Put([]byte(k), []byte(k), wo))
 		}
 	}
-	put("user%08d", 1000)
+	found := func(keys ...string) {
+		for _, k := range keys {
+			v, err := d.Get([]byte(k), nil)
+			require.NoError(t, err)
+			require.Equal(t, k, string(v))
+		}
+	}
+	put("user%08d", 1000, 7, nil)
 	require.NoError(t, d.Flush())
 	require.Equal(t, "user0000", prefix())
 	require.NoError(t, d.Close())
@@ -37,12 +46,8 @@ func TestSummaryPrefixFollowsKeys(t *testing.T) {
 	d, err = Open("db", opts)
 	require.NoError(t, err)
 	require.Equal(t, "user0000", prefix())
-	put("item%06d", 500) // keys without the prefix: compared in full
-	for _, k := range []string{"item000007", "user00006993"} {
-		v, err := d.Get([]byte(k), nil)
-		require.NoError(t, err)
-		require.Equal(t, k, string(v))
-	}
+	put("item%06d", 500, 7, nil) // keys without the prefix: compared in full
+	found("item000007", "user00006993")
 	require.NoError(t, d.Flush())
 	require.Equal(t, "item00", prefix())
 	require.NoError(t, d.Close())
@@ -54,17 +59,12 @@ func TestSummaryPrefixFollowsKeys(t *testing.T) {
 
 	// A crash with synced writes in the WAL: the replayed memtable's keys
 	// decide.
-	for i := 0; i < 300; i++ {
-		k := fmt.Sprintf("zone%05d", i*3)
-		require.NoError(t, d.Put([]byte(k), []byte(k), &WriteOptions{Sync: true}))
-	}
+	put("zone%05d", 300, 3, &WriteOptions{Sync: true})
 	crashed := fs.CrashClone()
 	require.NoError(t, d.Close())
 	d, err = Open("db", &Options{FS: crashed})
 	require.NoError(t, err)
 	require.Equal(t, "zone00", prefix())
-	v, err := d.Get([]byte("zone00897"), nil)
-	require.NoError(t, err)
-	require.Equal(t, "zone00897", string(v))
+	found("zone00897", "item003493", "user00000000")
 	require.NoError(t, d.Close())
 }

@@ -3,6 +3,8 @@ package table
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/stratadb/strata/internal/base"
 )
 
 // blockWriter builds one block (§8 of the format spec):
@@ -60,10 +62,7 @@ func (w *blockWriter) add(key, value []byte) {
 		w.restarts = append(w.restarts, uint32(len(w.buf)))
 		w.counter = 0
 	} else {
-		n := min(len(key), len(w.lastKey))
-		for shared < n && key[shared] == w.lastKey[shared] {
-			shared++
-		}
+		shared = base.SharedPrefixLen(key, w.lastKey)
 	}
 	w.buf = binary.AppendUvarint(w.buf, uint64(shared))
 	w.buf = binary.AppendUvarint(w.buf, uint64(len(key)-shared))

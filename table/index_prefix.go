@@ -70,10 +70,7 @@ func (r *Reader) buildKeyPrefixes(block []byte, firstKey bool) *keyPrefixes {
 		return nil
 	}
 	first, last = it.userPart(first), it.userPart(last)
-	c := 0
-	for c < len(first) && c < len(last) && first[c] == last[c] {
-		c++
-	}
+	c := base.SharedPrefixLen(first, last)
 	kp := &keyPrefixes{common: bytes.Clone(first[:c]), p: make([]uint64, n)}
 	for j := 0; j < n; j++ {
 		k, ok := it.restartKey(j)

@@ -121,6 +121,16 @@ func DecodeInternalKey(b []byte) (k InternalKey, ok bool) {
 // CompareUser orders user keys bytewise, unsigned (leveldb.BytewiseComparator).
 func CompareUser(a, b []byte) int { return bytes.Compare(a, b) }
 
+// SharedPrefixLen returns the length of the longest common prefix of a and b.
+func SharedPrefixLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
 // ComparatorName is the name RocksDB gives the bytewise comparator. It is
 // recorded in table properties and the MANIFEST.
 const ComparatorName = "leveldb.BytewiseComparator"

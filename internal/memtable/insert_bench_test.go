@@ -35,13 +35,9 @@ func benchInsertWith(b *testing.B, keys [][]byte, add func(*MemTable, base.Inter
 	// The summary prefix the db would pass after the first memtable: the
 	// keys' common prefix.
 	lo, hi := slices.MinFunc(keys, bytes.Compare), slices.MaxFunc(keys, bytes.Compare)
-	n := 0
-	for n < len(lo) && n < len(hi) && lo[n] == hi[n] {
-		n++
-	}
 	newPrefaulted := func(size int) *MemTable {
 		m := newPrefaulted(size)
-		m.SetSummaryPrefix(lo[:n])
+		m.SetSummaryPrefix(lo[:base.SharedPrefixLen(lo, hi)])
 		return m
 	}
 	m := newPrefaulted(64 << 20)

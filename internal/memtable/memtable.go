@@ -181,11 +181,7 @@ func (m *MemTable) CommonPrefix() []byte {
 	if bytes.Equal(a, b) {
 		return nil // one user key tells nothing of the others
 	}
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return bytes.Clone(a[:n])
+	return bytes.Clone(a[:base.SharedPrefixLen(a, b)])
 }
 
 // Add copies key and value into the memtable. It returns ErrArenaFull when
