@@ -37,34 +37,31 @@ func TestSummaryPrefixFollowsKeys(t *testing.T) {
 			require.Equal(t, k, string(v))
 		}
 	}
+	// reopen closes d, opens the database with o and checks the prefix
+	// Open picked.
+	reopen := func(o *Options, want string) {
+		require.NoError(t, d.Close())
+		var err error
+		d, err = Open("db", o)
+		require.NoError(t, err)
+		require.Equal(t, want, prefix())
+	}
 	put("user%08d", 1000, 7, nil)
 	require.NoError(t, d.Flush())
 	require.Equal(t, "user0000", prefix())
-	require.NoError(t, d.Close())
 
-	// Reopen: the tables hold the user keys.
-	d, err = Open("db", opts)
-	require.NoError(t, err)
-	require.Equal(t, "user0000", prefix())
+	reopen(opts, "user0000")     // the tables hold the user keys
 	put("item%06d", 500, 7, nil) // keys without the prefix: compared in full
 	found("item000007", "user00006993")
 	require.NoError(t, d.Flush())
 	require.Equal(t, "item00", prefix())
-	require.NoError(t, d.Close())
 
-	// Reopen again: the tables hold both key sets, which share nothing.
-	d, err = Open("db", opts)
-	require.NoError(t, err)
-	require.Equal(t, "", prefix())
+	reopen(opts, "") // the tables hold both key sets, which share nothing
 
 	// A crash with synced writes in the WAL: the replayed memtable's keys
 	// decide.
 	put("zone%05d", 300, 3, &WriteOptions{Sync: true})
-	crashed := fs.CrashClone()
-	require.NoError(t, d.Close())
-	d, err = Open("db", &Options{FS: crashed})
-	require.NoError(t, err)
-	require.Equal(t, "zone00", prefix())
+	reopen(&Options{FS: fs.CrashClone()}, "zone00")
 	found("zone00897", "item003493", "user00000000")
 	require.NoError(t, d.Close())
 }
