@@ -268,12 +268,6 @@ func (s *skiplist) next(nd uint32, level int) uint32 {
 	return uint32(s.link(nd, level))
 }
 
-// setNext links nd to `to` on level, summarizing to's key (tail has no
-// summary).
-func (s *skiplist) setNext(nd uint32, level int, to uint32) {
-	s.setLink(nd, level, s.linkTo(to))
-}
-
 // linkTo returns the link word naming nd.
 func (s *skiplist) linkTo(nd uint32) uint64 {
 	if nd == s.tail {

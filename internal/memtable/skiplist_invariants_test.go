@@ -22,9 +22,9 @@ func TestSkiplist_CheckInsert(t *testing.T) {
 	b := s.next(a, 0)
 	c := s.next(b, 0)
 	d := s.next(c, 0)
-	s.setNext(b, 0, d) // b now skips c ...
-	s.setNext(a, 0, c) // ... and a links to c, so c comes before b
-	s.setNext(c, 0, b)
+	s.setLink(b, 0, s.linkTo(d)) // b now skips c ...
+	s.setLink(a, 0, s.linkTo(c)) // ... and a links to c, so c comes before b
+	s.setLink(c, 0, s.linkTo(b))
 	s.a.store32(b+nodePrev, c)
 	s.a.store32(c+nodePrev, a)
 	require.PanicsWithValue(t, `memtable: skiplist: "b"#101 inserted after "c"#101`, func() { s.checkInsert(b, 1) })
