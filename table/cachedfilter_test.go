@@ -230,33 +230,26 @@ func TestCachedFilter_BadHandleAtOpen(t *testing.T) {
 	require.True(t, errors.Is(err, base.ErrCorruption), "%v", err)
 }
 
-// Concurrent probes and Gets over one reader with a tiny cache (run with
-// -race): answers match the pinned reader's.
-func TestCachedFilter_Concurrent(t *testing.T) {
-	f := cachedFilterTables(t)[0]
-	pinned := openMem(t, f, nil)
-	defer pinned.Close()
-	cached := openCachedFilter(t, f, cache.New(8<<10))
-	defer cached.Close()
+// probeConcurrently runs 4 goroutines of 1000 random keys each, of the
+// shape of the cached-filter and partition test tables ("k%03d.%05d"), and
+// fails the test with the first error a check returns. newCheck is called
+// on each goroutine for its check and for what to do when it is done.
+// Checks run off the test goroutine, so they return errors instead of
+// asserting.
+func probeConcurrently(t *testing.T, newCheck func() (check func(key []byte) error, done func())) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func(seed int64) {
 			defer wg.Done()
+			check, done := newCheck()
+			defer done()
 			rng := rand.New(rand.NewSource(seed))
 			for i := 0; i < 1000; i++ {
 				key := []byte(fmt.Sprintf("k%03d.%05d", rng.Intn(450), rng.Intn(3100)))
-				want, _ := pinned.KeyMayMatchErr(key)
-				got, err := cached.KeyMayMatchErr(key)
-				if err != nil || got != want {
-					errs <- fmt.Errorf("key %q: pinned %v, cached %v (%v)", key, want, got, err)
-					return
-				}
-				_, _, _, wf, _ := pinned.Get(key, base.MaxSeqNum)
-				_, _, _, gf, err := cached.Get(key, base.MaxSeqNum)
-				if err != nil || gf != wf {
-					errs <- fmt.Errorf("Get %q: pinned %v, cached %v (%v)", key, wf, gf, err)
+				if err := check(key); err != nil {
+					errs <- err
 					return
 				}
 			}
@@ -267,4 +260,29 @@ func TestCachedFilter_Concurrent(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+// Concurrent probes and Gets over one reader with a tiny cache (run with
+// -race): answers match the pinned reader's.
+func TestCachedFilter_Concurrent(t *testing.T) {
+	f := cachedFilterTables(t)[0]
+	pinned := openMem(t, f, nil)
+	defer pinned.Close()
+	cached := openCachedFilter(t, f, cache.New(8<<10))
+	defer cached.Close()
+	probeConcurrently(t, func() (func([]byte) error, func()) {
+		return func(key []byte) error {
+			want, _ := pinned.KeyMayMatchErr(key)
+			got, err := cached.KeyMayMatchErr(key)
+			if err != nil || got != want {
+				return fmt.Errorf("key %q: pinned %v, cached %v (%v)", key, want, got, err)
+			}
+			_, _, _, wf, _ := pinned.Get(key, base.MaxSeqNum)
+			_, _, _, gf, err := cached.Get(key, base.MaxSeqNum)
+			if err != nil || gf != wf {
+				return fmt.Errorf("Get %q: pinned %v, cached %v (%v)", key, wf, gf, err)
+			}
+			return nil
+		}, func() {}
+	})
 }

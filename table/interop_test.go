@@ -125,17 +125,23 @@ var interopTombs = []base.Tombstone{
 	{Start: []byte("p040"), End: []byte("p041"), Seq: 50},
 }
 
+// sstDumpScan is what `sst_dump --command=scan --output_hex` prints for a
+// table holding model: one line per entry.
+func sstDumpScan(model []kv) string {
+	var b strings.Builder
+	for _, e := range model {
+		fmt.Fprintf(&b, "'%X' seq:%d, type:%d => %X\n", e.key.UserKey, e.key.SeqNum(), e.key.Kind(), e.val)
+	}
+	return b.String()
+}
+
 // TestInterop_SSTDump writes tables in every supported configuration and
 // has RocksDB 7.8.3's sst_dump verify, iterate and list them.
 func TestInterop_SSTDump(t *testing.T) {
 	bin := sstDumpPath(t)
 	dir := t.TempDir()
 	model := interopModel(rand.New(rand.NewSource(1)), 300)
-	var want strings.Builder
-	for _, e := range model {
-		fmt.Fprintf(&want, "'%X' seq:%d, type:%d => %X\n", e.key.UserKey, e.key.SeqNum(), e.key.Kind(), e.val)
-	}
-	wantScan := want.String()
+	wantScan := sstDumpScan(model)
 
 	// The cases run in parallel (-parallel, default GOMAXPROCS).
 	for _, tc := range interopCases() {

@@ -6,8 +6,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -246,10 +244,7 @@ func TestPartitioned_SSTDump(t *testing.T) {
 	bin := sstDumpPath(t)
 	dir := t.TempDir()
 	model := interopModel(rand.New(rand.NewSource(3)), 2000)
-	var want strings.Builder
-	for _, e := range model {
-		fmt.Fprintf(&want, "'%X' seq:%d, type:%d => %X\n", e.key.UserKey, e.key.SeqNum(), e.key.Kind(), e.val)
-	}
+	want := sstDumpScan(model)
 	for i, o := range []WriterOptions{
 		{Compression: SnappyCompression, BloomBitsPerKey: 10, WholeKeyFiltering: true},
 		{FormatVersion: 4, Compression: ZSTDCompression, BloomBitsPerKey: 16, WholeKeyFiltering: true, PrefixExtractor: prefix.Fixed(4)},
@@ -264,7 +259,7 @@ func TestPartitioned_SSTDump(t *testing.T) {
 		p := *r.Properties()
 		require.NoError(t, r.Close())
 		require.Greater(t, p.IndexPartitions, uint64(3))
-		checkWithSSTDump(t, bin, path, want.String())
+		checkWithSSTDump(t, bin, path, want)
 
 		out, errOut := runSSTDump(bin, "--file="+path, "--show_properties")
 		require.Empty(t, errOut)
@@ -429,43 +424,27 @@ func TestPartitioned_CachedConcurrent(t *testing.T) {
 	defer pinned.Close()
 	cached := openCachedFilter(t, f, cache.New(8<<10))
 	defer cached.Close()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(seed int64) {
-			defer wg.Done()
-			rng := rand.New(rand.NewSource(seed))
-			it := cached.NewIter()
-			defer it.Close()
-			for i := 0; i < 1000; i++ {
-				key := []byte(fmt.Sprintf("k%03d.%05d", rng.Intn(450), rng.Intn(3100)))
-				want, _ := pinned.KeyMayMatchErr(key)
-				got, err := cached.KeyMayMatchErr(key)
-				wp, _ := pinned.PrefixMayMatchErr(key[:5])
-				gp, perr := cached.PrefixMayMatchErr(key[:5])
-				if err != nil || perr != nil || got != want || gp != wp {
-					errs <- fmt.Errorf("key %q: pinned %v/%v, cached %v/%v (%v, %v)", key, want, wp, got, gp, err, perr)
-					return
-				}
-				wv, _, _, wf, _ := pinned.Get(key, base.MaxSeqNum)
-				gv, _, _, gf, err := cached.Get(key, base.MaxSeqNum)
-				if err != nil || gf != wf || string(gv) != string(wv) {
-					errs <- fmt.Errorf("Get %q: pinned %v, cached %v (%v)", key, wf, gf, err)
-					return
-				}
-				if ok := it.SeekGE(key); ok && bytes.Compare(it.Key().UserKey, key) < 0 || it.Error() != nil {
-					errs <- fmt.Errorf("SeekGE %q: %v", key, it.Error())
-					return
-				}
+	probeConcurrently(t, func() (func([]byte) error, func()) {
+		it := cached.NewIter()
+		return func(key []byte) error {
+			want, _ := pinned.KeyMayMatchErr(key)
+			got, err := cached.KeyMayMatchErr(key)
+			wp, _ := pinned.PrefixMayMatchErr(key[:5])
+			gp, perr := cached.PrefixMayMatchErr(key[:5])
+			if err != nil || perr != nil || got != want || gp != wp {
+				return fmt.Errorf("key %q: pinned %v/%v, cached %v/%v (%v, %v)", key, want, wp, got, gp, err, perr)
 			}
-		}(int64(g))
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+			wv, _, _, wf, _ := pinned.Get(key, base.MaxSeqNum)
+			gv, _, _, gf, err := cached.Get(key, base.MaxSeqNum)
+			if err != nil || gf != wf || string(gv) != string(wv) {
+				return fmt.Errorf("Get %q: pinned %v, cached %v (%v)", key, wf, gf, err)
+			}
+			if ok := it.SeekGE(key); ok && bytes.Compare(it.Key().UserKey, key) < 0 || it.Error() != nil {
+				return fmt.Errorf("SeekGE %q: %v", key, it.Error())
+			}
+			return nil
+		}, func() { it.Close() }
+	})
 }
 
 // Under CacheIndexAndFilterBlocksWithHighPriority the filter and index
