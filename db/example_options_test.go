@@ -52,14 +52,7 @@ func ExampleOptions_cacheIndexAndFilterBlocks() {
 	pinned := map[bool]int64{}
 	for _, cached := range []bool{false, true} {
 		d, done := exampleDB(&db.Options{BloomBitsPerKey: 10, CacheIndexAndFilterBlocks: cached})
-		for i := 0; i < 20000; i++ {
-			if err := d.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v"), nil); err != nil {
-				log.Fatal(err)
-			}
-		}
-		if err := d.Flush(); err != nil {
-			log.Fatal(err)
-		}
+		fillTable(d)
 		if _, err := d.Get([]byte("key000042"), nil); err != nil {
 			log.Fatal(err)
 		}
@@ -83,14 +76,7 @@ func ExampleOptions_partitionFilters() {
 			o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 4096
 		}
 		d, done := exampleDB(o)
-		for i := 0; i < 20000; i++ {
-			if err := d.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v"), nil); err != nil {
-				log.Fatal(err)
-			}
-		}
-		if err := d.Flush(); err != nil {
-			log.Fatal(err)
-		}
+		fillTable(d)
 		v, err := d.Get([]byte("key000042"), nil)
 		if err != nil {
 			log.Fatal(err)
@@ -119,14 +105,7 @@ func ExampleOptions_highPriPoolRatio() {
 			IndexType: db.IndexTwoLevelSearch, PartitionFilters: true,
 			BlockCacheSize: 256 << 10, HighPriPoolRatio: 0.25,
 			DisableCacheIndexAndFilterBlocksWithHighPriority: disable})
-		for i := 0; i < 20000; i++ {
-			if err := d.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v"), nil); err != nil {
-				log.Fatal(err)
-			}
-		}
-		if err := d.Flush(); err != nil {
-			log.Fatal(err)
-		}
+		fillTable(d)
 		if _, err := d.Get([]byte("key000042"), nil); err != nil {
 			log.Fatal(err)
 		}
@@ -158,4 +137,17 @@ func ExampleOptions_allowMmapReads() {
 	fmt.Printf("%s\n", v)
 	// Output:
 	// v
+}
+
+// fillTable writes key000000..key019999 to d and flushes them to a table,
+// exiting on an error.
+func fillTable(d *db.DB) {
+	for i := 0; i < 20000; i++ {
+		if err := d.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v"), nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		log.Fatal(err)
+	}
 }

@@ -144,12 +144,7 @@ func TestCachedFilter_NotPinnedAndCharged(t *testing.T) {
 	// A second probe hits the cache and allocates nothing.
 	key := []byte("key00004242")
 	h := bloom.HashKey(key)
-	allocs := testing.AllocsPerRun(100, func() {
-		if ok, err := cached.KeyMayMatchHashErr(key, h); !ok || err != nil {
-			panic("filter lost a key")
-		}
-	})
-	require.Zero(t, allocs)
+	requireCachedProbeAllocsNothing(t, cached, key, h)
 	require.Equal(t, uint64(1), c.Stats().Inserts)
 }
 
@@ -285,4 +280,17 @@ func TestCachedFilter_Concurrent(t *testing.T) {
 			return nil
 		}, func() {}
 	})
+}
+
+// requireCachedProbeAllocsNothing checks that probing r's filter for key,
+// whose hash is h and which r holds, allocates nothing: the filter (or its
+// partition) is served from the cache.
+func requireCachedProbeAllocsNothing(t *testing.T, r *Reader, key []byte, h uint64) {
+	t.Helper()
+	allocs := testing.AllocsPerRun(100, func() {
+		if ok, err := r.KeyMayMatchHashErr(key, h); !ok || err != nil {
+			panic("filter lost a key")
+		}
+	})
+	require.Zero(t, allocs)
 }

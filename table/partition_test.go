@@ -322,12 +322,7 @@ func TestPartitioned_CachedNotPinned(t *testing.T) {
 	st := c.Stats()
 	require.Equal(t, uint64(1), st.Inserts, "one filter partition")
 	require.Less(t, st.Used, int64(8<<10), "a partition of about 4 KiB")
-	allocs := testing.AllocsPerRun(100, func() {
-		if ok, err := cached.KeyMayMatchHashErr(key, h); !ok || err != nil {
-			panic("filter lost a key")
-		}
-	})
-	require.Zero(t, allocs)
+	requireCachedProbeAllocsNothing(t, cached, key, h)
 
 	v, _, _, found, err := cached.Get(key, base.MaxSeqNum)
 	require.NoError(t, err)
