@@ -73,3 +73,46 @@ func TestWALSync_FailureIsSticky(t *testing.T) {
 	require.ErrorIs(t, d.Put([]byte("c"), []byte("3"), sync), syscall.EIO)
 	require.ErrorIs(t, d.Close(), syscall.EIO, "Close syncs the WAL again: its earlier failure stands")
 }
+
+// logFiles counts the WALs in dir.
+func logFiles(t *testing.T, dir string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	return len(m)
+}
+
+// TestWALSync_RotationCarriesFailure: the memtable rotation of Flush syncs
+// the old WAL, which holds writes acknowledged without Sync. When that sync
+// fails those writes may be lost, so no write may land in a new WAL after
+// them: the failure is the background error (later writes fail with it),
+// the old WAL stays the current one rather than closed under the writers'
+// feet, nothing is left in a new WAL, and Close reports it.
+func TestWALSync_RotationCarriesFailure(t *testing.T) {
+	var fail atomic.Bool
+	inj := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if op == errorfs.OpSync && filepath.Ext(path) == ".log" && fail.CompareAndSwap(true, false) {
+			return eio(path)
+		}
+		return nil
+	})
+	dir := t.TempDir()
+	d, err := db.Open(dir, &db.Options{FS: errorfs.Wrap(vfs.Default, inj), CreateIfMissing: true,
+		WALWriteSyscalls: true})
+	require.NoError(t, err)
+	for i := 0; i < 10; i++ {
+		require.NoError(t, d.Write(seqBatch(i), nil))
+	}
+	logs := logFiles(t, dir)
+	fail.Store(true)
+	require.ErrorIs(t, d.Flush(), syscall.EIO)
+	require.Equal(t, logs, logFiles(t, dir), "the failed rotation left a new WAL behind")
+	err = d.Put([]byte("x"), []byte("y"), nil)
+	require.ErrorIs(t, err, syscall.EIO, "a write after the old WAL's failed sync: %v", err)
+	require.ErrorIs(t, d.Flush(), syscall.EIO)
+	require.Equal(t, logs, logFiles(t, dir))
+	v, err := d.Get(seqKey(9), nil)
+	require.NoError(t, err)
+	require.Equal(t, seqValue(9), v)
+	require.ErrorIs(t, d.Close(), syscall.EIO)
+}
