@@ -84,9 +84,12 @@ type commitPipeline struct {
 	drained      sync.Cond // L = &pubMu; signalled when unpublished drops to 0
 
 	// syncMu makes one synced writer at a time sync the WAL; synced is the
-	// walBytes position every byte below which is durable.
-	syncMu sync.Mutex
-	synced uint64
+	// walBytes position every byte below which is durable. syncErr is the
+	// failure of a sync of the current WAL: once one failed, no later sync
+	// of that WAL may succeed (see syncLogSyncMuLocked).
+	syncMu  sync.Mutex
+	synced  uint64
+	syncErr error
 }
 
 // writer is one write in the pipeline.
@@ -380,18 +383,46 @@ func (d *DB) syncWAL(f interface{ Sync() error }, logNum uint64, end uint64) err
 		c.syncMu.Unlock()
 		return nil
 	}
-	target := c.walBytes.Load()
-	err := f.Sync()
-	if err == nil {
-		c.synced = target
-		d.stats.walSyncs.Add(1)
-	}
+	err := c.syncLogSyncMuLocked(f)
 	c.syncMu.Unlock()
 	if err != nil {
 		err = errors.Wrapf(err, "strata: syncing WAL %06d.log", logNum)
 		d.setBackgroundError(err)
+	} else {
+		d.stats.walSyncs.Add(1)
 	}
 	return err
+}
+
+// syncLogSyncMuLocked syncs f, the current WAL, and moves synced up to the
+// walBytes position it covers. Once a sync of the WAL failed, it fails
+// again without syncing: after a failed fsync Linux may have dropped the
+// dirty pages it could not write (and marked them clean), so a later fsync
+// that succeeds proves nothing about the records appended before the
+// failure. Rotation and Close sync the WAL through it too, so that neither
+// retires a WAL whose sync failed as if it were durable. The WAL is
+// replaced only after a sync that succeeded, so syncErr belongs to the
+// current WAL. c.syncMu must be held.
+func (c *commitPipeline) syncLogSyncMuLocked(f interface{ Sync() error }) error {
+	if c.syncErr != nil {
+		return errors.Wrap(c.syncErr, "an earlier sync of this WAL failed")
+	}
+	target := c.walBytes.Load()
+	if err := f.Sync(); err != nil {
+		c.syncErr = err
+		return err
+	}
+	c.synced = target
+	return nil
+}
+
+// syncLogLocked syncs the current WAL (syncLogSyncMuLocked) for rotation and
+// Close. d.mu must be held, with the commit pipeline drained.
+func (d *DB) syncLogLocked() error {
+	c := &d.commit
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	return c.syncLogSyncMuLocked(d.mu.log.file)
 }
 
 // writerRing is a FIFO of writers with one pusher at a time (under

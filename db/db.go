@@ -404,7 +404,9 @@ func (d *DB) Close() error {
 	d.deleteObsoleteFilesLocked()
 	if d.mu.log.file != nil {
 		err = errors.CombineErrors(err, d.mu.log.writer.Flush())
-		err = errors.CombineErrors(err, d.mu.log.file.Sync())
+		if serr := d.syncLogLocked(); serr != nil {
+			err = errors.CombineErrors(err, errors.Wrapf(serr, "strata: syncing WAL %06d.log", d.mu.log.num))
+		}
 		err = errors.CombineErrors(err, d.mu.log.file.Close())
 		d.mu.log.file = nil
 	}

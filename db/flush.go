@@ -124,10 +124,25 @@ func (d *DB) openWALLocked(logNum uint64) error {
 	killpoint.Maybe("wal.rotate")
 	if old := d.mu.log.file; old != nil {
 		// Syncing the old log keeps the durability promise of writes that
-		// were not synced but whose successors in a new log may be.
-		err := errors.CombineErrors(d.mu.log.writer.Flush(), old.Sync())
-		err = errors.CombineErrors(err, old.Close())
+		// were not synced but whose successors in a new log may be. When
+		// it fails (now or in an earlier sync: syncLogLocked keeps the
+		// failure) those writes may be lost, so no write may follow them
+		// in a new log: the failure is the background error, the old log
+		// stays the current one, open, and the new one, never written,
+		// goes.
+		err := d.mu.log.writer.Flush()
+		if err == nil {
+			err = d.syncLogLocked()
+		}
 		if err != nil {
+			f.Close()
+			_ = d.fs.Remove(name)
+			err = errors.Wrapf(err, "strata: syncing WAL %06d.log before replacing it", d.mu.log.num)
+			d.setBgErrLocked(err)
+			d.mu.cond.Broadcast()
+			return err
+		}
+		if err := old.Close(); err != nil {
 			f.Close()
 			return errors.Wrapf(err, "strata: closing WAL %06d.log", d.mu.log.num)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/errors"
@@ -48,7 +49,10 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 // are reserved (the file's length is at least winOff+mapWindow); winOff <=
 // size <= winOff+mapWindow, and bytes [0, size) hold what Write was given.
 // After an error every later Write and Sync returns it: what the file holds
-// past size is unknown. next is nil, or a goroutine is preparing the window
+// past size is unknown. Write, WriteFramed, Stat, ReadAt, Read and Close
+// run one at a time (the DB's commit lock); Sync may run beside them, and
+// touches nothing of the file's but fd, f (both set at creation) and err,
+// which is atomic for that reason. next is nil, or a goroutine is preparing the window
 // after win and will send it on next; retired is nil, or the window before
 // win, still mapped, which the next preparation (or Close) unmaps.
 type mappedFile struct {
@@ -67,8 +71,23 @@ type mappedFile struct {
 	retired []byte
 	// readOff is Read's position.
 	readOff int64
-	err     error
+	// err is the file's first error, set once (see setErr). A write that
+	// cannot move to the next window sets it under the writer's lock, and
+	// Sync, called outside that lock, reads and sets it: hence atomic
+	// (one load per write on the copying path, a plain load on amd64).
+	err atomic.Pointer[error]
 }
+
+// failed returns the file's error, or nil.
+func (m *mappedFile) failed() error {
+	if p := m.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// setErr records err as the file's error unless one is recorded already.
+func (m *mappedFile) setErr(err error) { m.err.CompareAndSwap(nil, &err) }
 
 // preparedWindow is a window mapped ahead, or why it could not be; old is
 // the retired window when unmapping it failed, handed back so that Close
@@ -172,8 +191,8 @@ const headerSize = 7
 // writeFramed is WriteFramed that stops after steps copies and stores when
 // steps >= 0: tests use it to take the image a kill at that point leaves.
 func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error) {
-	if m.err != nil {
-		return 0, m.err
+	if err := m.failed(); err != nil {
+		return 0, err
 	}
 	step := func() bool {
 		if steps == 0 {
@@ -187,7 +206,7 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 	for written < len(p) {
 		if m.size == m.winOff+mapWindow {
 			if err := m.nextWindow(); err != nil {
-				m.err = err
+				m.setErr(err)
 				return written, err
 			}
 		}
@@ -258,8 +277,8 @@ func (m *mappedFile) Write(p []byte) (int, error) { return m.writeFramed(p, nil,
 // stores into them, so fdatasync(2) writes them as it writes those of
 // write(2); msync(2) would add nothing.
 func (m *mappedFile) Sync() error {
-	if m.err != nil {
-		return m.err
+	if err := m.failed(); err != nil {
+		return err
 	}
 	for {
 		err := unix.Fdatasync(m.fd)
@@ -267,8 +286,8 @@ func (m *mappedFile) Sync() error {
 			continue
 		}
 		if err != nil {
-			m.err = &os.PathError{Op: "fdatasync", Path: m.f.Name(), Err: err}
-			return m.err
+			m.setErr(&os.PathError{Op: "fdatasync", Path: m.f.Name(), Err: err})
+			return m.failed()
 		}
 		return nil
 	}
@@ -335,9 +354,7 @@ func (m *mappedFile) Close() error {
 	if e := m.f.Close(); e != nil && err == nil {
 		err = e
 	}
-	if m.err == nil {
-		m.err = os.ErrClosed
-	}
+	m.setErr(os.ErrClosed)
 	return err
 }
 

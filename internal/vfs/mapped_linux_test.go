@@ -223,3 +223,40 @@ func TestMappedFile_FailedUnmapIsKeptForClose(t *testing.T) {
 	err = m.Close()
 	require.ErrorIs(t, err, unix.EINVAL, "Close tries it again")
 }
+
+// TestMappedFile_SyncSeesWindowFailure: the DB syncs its WAL outside the
+// lock its writers hold, so Sync runs while a write fails to move to the
+// next window (a prepared window that could not be reserved, as with a
+// lowered RLIMIT_FSIZE). Sync returns that failure, and the two share the
+// file's error without a data race (run with -race).
+func TestMappedFile_SyncSeesWindowFailure(t *testing.T) {
+	m, _ := mappedOrSkip(t)
+	_, err := m.Write(make([]byte, mapWindow/2))
+	require.NoError(t, err)
+	require.NotNil(t, m.next)
+	p := <-m.next
+	require.NoError(t, p.err)
+	require.NoError(t, unix.Munmap(p.win))
+	failed := errors.New("prepare failed")
+	ch := make(chan preparedWindow, 1)
+	ch <- preparedWindow{err: failed}
+	m.next = ch
+
+	synced := make(chan error, 1)
+	go func() {
+		// Sync until the writer's failure shows (or a second).
+		deadline := time.Now().Add(time.Second)
+		for {
+			err := m.Sync()
+			if err != nil || time.Now().After(deadline) {
+				synced <- err
+				return
+			}
+		}
+	}()
+	_, err = m.Write(make([]byte, mapWindow))
+	require.ErrorIs(t, err, failed)
+	require.ErrorIs(t, <-synced, failed)
+	require.ErrorIs(t, m.Sync(), failed)
+	require.NoError(t, m.Close())
+}
