@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/db"
-	"github.com/stratadb/strata/internal/stress"
 	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/stress"
 )
 
 func main() {

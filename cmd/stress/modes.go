@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/stratadb/strata/internal/stress"
+	"github.com/stratadb/strata/stress"
 )
 
 // runLinearize is -mode=linearize: concurrent histories on a small key
