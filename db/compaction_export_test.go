@@ -19,3 +19,17 @@ func WaitForCompactions(d *DB) error {
 		d.mu.cond.Wait()
 	}
 }
+
+// CompactionFault is a bug SetCompactionFault plants in compaction.
+type CompactionFault = compactionFault
+
+// The bugs a test can plant (see compactionFault).
+const (
+	CompactionFaultNone                   = faultNone
+	CompactionFaultDropDeletesAboveBottom = faultDropDeletesAboveBottom
+	CompactionFaultMergeAcrossStripes     = faultMergeAcrossStripes
+)
+
+// SetCompactionFault plants f in every compaction of d that starts from now
+// on (CompactionFaultNone removes it).
+func SetCompactionFault(d *DB, f CompactionFault) { d.testingCompactionFault.Store(uint32(f)) }

@@ -41,6 +41,7 @@ type compactionMerger struct {
 	sets  []rangedel.Set
 	snaps []base.SeqNum
 	op    MergeOperator
+	fault compactionFault // faultNone outside tests
 
 	cur     []byte // the current user key
 	emitted bool   // an entry of cur was written
@@ -54,6 +55,25 @@ func (m *compactionMerger) add(k base.InternalKey, value []byte) error {
 	return m.out.add(k, value, first)
 }
 
+// compactionFault is a bug a test plants in compaction
+// (DB.testingCompactionFault), to show that the stress harness's compaction
+// mode (package stress, RunCompact) catches it: each is a mistake the other
+// short stress runs miss, or catch only with a lucky seed. Outside tests it
+// is always faultNone; the checks cost one comparison per compaction and one
+// per stripe change within an operand stack.
+type compactionFault uint32
+
+const (
+	faultNone compactionFault = iota
+	// faultDropDeletesAboveBottom drops oldest-stripe point deletions in
+	// every compaction, as if each were bottommost: the older value a
+	// deletion hides in a lower level comes back.
+	faultDropDeletesAboveBottom
+	// faultMergeAcrossStripes lets an operand stack run on into older
+	// stripes: a snapshot between the operands loses the older ones.
+	faultMergeAcrossStripes
+)
+
 // covered reports whether the entry (uk, seq) of stripe is deleted by a
 // range tombstone of the same stripe.
 func (m *compactionMerger) covered(uk []byte, seq base.SeqNum, stripe int) bool {
@@ -66,6 +86,9 @@ func (m *compactionMerger) run() error {
 	lastStripe := -1
 	sdUnderSet := false // the previous entry written is a value of m.cur
 	bottommost := m.out.c.bottommost
+	// dropDeletes: a point deletion of the oldest stripe hides nothing
+	// only when no level below the output holds the key.
+	dropDeletes := bottommost || m.fault == faultDropDeletesAboveBottom
 	ok := it.First()
 	for ok {
 		k := it.Key()
@@ -135,7 +158,7 @@ func (m *compactionMerger) run() error {
 			continue
 		}
 		lastStripe = stripe
-		if kind == base.KindDelete && bottommost && stripe == 0 {
+		if kind == base.KindDelete && dropDeletes && stripe == 0 {
 			ok = it.Next()
 			continue
 		}
@@ -168,7 +191,7 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 			break
 		}
 		seq := k.SeqNum()
-		if stripeOf(seq, m.snaps) != stripe {
+		if stripeOf(seq, m.snaps) != stripe && m.fault != faultMergeAcrossStripes {
 			break
 		}
 		if m.covered(k.UserKey, seq, stripe) {

@@ -106,6 +106,12 @@ type DB struct {
 	// used concurrently), runs in every read between loading the read view
 	// and loading the sequence number (see readState).
 	testingBetweenViewAndSeq func()
+	// testingCompactionFault, when not faultNone (set by tests only,
+	// through SetCompactionFault), plants a known bug in every compaction
+	// that starts afterwards, so that a test can show the stress harness
+	// catches it (see compactionFault). Atomic: a test may set it while a
+	// compaction begins.
+	testingCompactionFault atomic.Uint32
 
 	mu struct {
 		sync.Mutex

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/internal/killpoint"
-	"github.com/stratadb/strata/internal/stress"
+	"github.com/stratadb/strata/stress"
 )
 
 // runCrash is the -crash driver: it re-runs this binary (or, for kill

@@ -8,6 +8,7 @@
 //	stress -fault_one_in N [flags]  random I/O errors from errorfs
 //	stress -mode=linearize [flags]  concurrent histories checked by porcupine
 //	stress -mode=metamorphic [flags] one op sequence under many configurations
+//	stress -mode=compact [flags]     constant compactions, snapshots checked exactly
 //
 // See docs/reliability.md. A wrong answer prints the seed, the operation,
 // the key, what was expected and what was read, and exits with status 1.
@@ -20,8 +21,8 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/db"
-	"github.com/stratadb/strata/internal/stress"
 	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/stress"
 )
 
 func main() {
@@ -37,12 +38,12 @@ func run(args []string) int {
 	var crashChild, crashMaxWait time.Duration
 	var mode, visualize string
 	var histories, linOps, metaOps, metaSeeds int
-	fs.StringVar(&mode, "mode", "stress", "stress, linearize or metamorphic")
+	fs.StringVar(&mode, "mode", "stress", "stress, linearize, metamorphic or compact")
 	fs.IntVar(&histories, "histories", 1000, "linearize mode: histories to record and check")
 	fs.IntVar(&linOps, "lin_ops_per_client", 100, "linearize mode: tracked operations per client (-threads clients)")
 	fs.StringVar(&visualize, "visualize_dir", ".", "linearize mode: where porcupine's visualization of a failing history goes")
-	fs.IntVar(&metaOps, "ops", 2000, "metamorphic mode: operations in the sequence")
-	fs.IntVar(&metaSeeds, "seeds", 1, "metamorphic mode: seeds to run, from -seed on")
+	fs.IntVar(&metaOps, "ops", 2000, "metamorphic and compact modes: operations in each sequence")
+	fs.IntVar(&metaSeeds, "seeds", 1, "metamorphic and compact modes: seeds to run, from -seed on")
 	fs.Int64Var(&c.Seed, "seed", 0, "random seed (0 = from the clock; printed)")
 	fs.IntVar(&c.Threads, "threads", 4, "goroutines issuing operations")
 	fs.IntVar(&c.OpsPerThread, "ops_per_thread", 2000, "operations per thread (0 = until -duration)")
@@ -130,8 +131,10 @@ func run(args []string) int {
 		return runLinearize(c, histories, linOps, visualize, verbose)
 	case "metamorphic":
 		return runMetamorphic(c.Seed, metaSeeds, metaOps, verbose)
+	case "compact":
+		return runCompact(c.Seed, metaSeeds, metaOps, verbose)
 	default:
-		fmt.Fprintf(os.Stderr, "stress: -mode %q: want stress, linearize or metamorphic\n", mode)
+		fmt.Fprintf(os.Stderr, "stress: -mode %q: want stress, linearize, metamorphic or compact\n", mode)
 		return 2
 	}
 	switch compression {

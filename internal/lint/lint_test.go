@@ -42,7 +42,7 @@ var layer = map[string]int{
 	"internal/version":     2,
 	"db":                   3,
 	"internal/testutil":    4, // test-only helpers
-	"internal/stress":      4, // the stress and crash-test engine (a tool, above the library)
+	"stress":               4, // the harness behind cmd/stress (a tool above the library, not API)
 	"cmd/dbbench":          5,
 	"cmd/sstdump":          5,
 	"internal/lint":        5,

@@ -1,8 +1,3 @@
-// Package stress is the engine of cmd/stress: an expected-state oracle, a
-// multi-threaded operation driver over the public db API, and the crash,
-// power-loss and fault-injection modes built on them. Each mode lives in its
-// own file so that new modes (linearizability, metamorphic) can be added on
-// top of the same Config, Oracle and Runner.
 package stress
 
 import (

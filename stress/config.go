@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stratadb/strata/db"
-	"github.com/stratadb/strata/internal/vfs"
 )
 
 // Config is one stress run. The zero value of a field means its default
@@ -19,7 +18,7 @@ type Config struct {
 	ValueSizeMult int
 
 	Dir string
-	FS  vfs.FS // nil = the operating system's
+	FS  db.FS // nil = the operating system's (db.FS is vfs.FS re-exported)
 
 	Reopen      int // close and reopen every N operations (all threads together); 0 = never
 	Compression db.Compression
