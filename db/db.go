@@ -403,6 +403,12 @@ func (d *DB) Close() error {
 		d.mu.Lock()
 		if d.mu.bgErr == nil {
 			err = d.flushAllLocked()
+		} else if !d.mu.mem.Empty() || len(d.mu.imm) > 0 {
+			// No flush runs after a background error, so this Close is not
+			// clean: writes made with DisableWAL that only the memtables
+			// hold are lost (the others are in the WAL and come back at the
+			// next Open). Say so rather than return nil.
+			err = errors.Wrap(d.mu.bgErr, "strata: Close: the memtables could not be flushed after a background error; writes made with DisableWAL since the last flush are lost")
 		}
 		d.mu.Unlock()
 	}
