@@ -663,3 +663,28 @@ func TestBatchLargerThanWriteBuffer(t *testing.T) {
 	require.Len(t, scan(t, d, nil), 100)
 	require.NoError(t, d.Close())
 }
+
+// TestReadOnlyBesideWriterIsRefused: a read-only Open of a directory a
+// writer holds open fails with the lock error (it would read tables the
+// writer's compactions delete); once the writer closes it opens, and a
+// second handle beside it is refused in turn.
+func TestReadOnlyBesideWriterIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	w, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	require.NoError(t, w.Put([]byte("k"), []byte("v"), nil))
+	require.NoError(t, w.Flush())
+	_, err = db.Open(dir, &db.Options{ReadOnly: true})
+	require.Error(t, err, "a read-only handle beside a live writer")
+	require.Contains(t, err.Error(), "lock")
+	require.NoError(t, w.Close())
+
+	r, err := db.Open(dir, &db.Options{ReadOnly: true})
+	require.NoError(t, err)
+	v, err := r.Get([]byte("k"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "v", string(v))
+	_, err = db.Open(dir, &db.Options{})
+	require.Error(t, err, "a writer beside a read-only handle")
+	require.NoError(t, r.Close())
+}

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -172,4 +173,43 @@ func TestGetRacingCloseLeaksNoFiles(t *testing.T) {
 		}
 		require.Empty(t, fs.stillOpen(), "round %d: files left open after Close", round)
 	}
+}
+
+// TestIteratorLeftOpenAcrossClose: an iterator positioned on a key and left
+// open across Close is no longer Valid, has no Key or Value, and its Err
+// wraps ErrClosed, without a positioning call in between; Close logs the
+// leaked iterator and snapshot, and Iterator.Close stays harmless.
+func TestIteratorLeftOpenAcrossClose(t *testing.T) {
+	dir := t.TempDir()
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	require.NoError(t, d.Put([]byte("a"), []byte("1"), nil))
+	require.NoError(t, d.Put([]byte("b"), []byte("2"), nil))
+	it := d.NewIterator(nil)
+	it.SeekToFirst()
+	require.True(t, it.Valid())
+	closedIt := d.NewIterator(nil)
+	require.NoError(t, closedIt.Close()) // not a leak
+	snap := d.NewSnapshot()
+
+	require.NoError(t, d.Close())
+	require.False(t, it.Valid(), "an iterator is not Valid after its DB's Close")
+	require.Nil(t, it.Key())
+	require.Nil(t, it.Value())
+	require.True(t, errors.Is(it.Err(), db.ErrClosed), "%v", it.Err())
+	it.Next()
+	require.False(t, it.Valid())
+	require.True(t, errors.Is(it.Err(), db.ErrClosed), "%v", it.Err())
+	_, err = d.Get([]byte("a"), &db.ReadOptions{Snapshot: snap})
+	require.True(t, errors.Is(err, db.ErrClosed), "%v", err)
+	if err := it.Close(); err != nil {
+		require.True(t, errors.Is(err, db.ErrClosed), "%v", err)
+	}
+	snap.Release()
+
+	log, err := os.ReadFile(filepath.Join(dir, "LOG"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "leaked iterators and snapshots")
+	require.Contains(t, string(log), "iterators=1")
+	require.Contains(t, string(log), "snapshots=1")
 }

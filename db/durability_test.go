@@ -400,3 +400,27 @@ func TestFileErrorKeepsAcknowledgedWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseAfterBackgroundErrorReportsUnflushedWrites: once a flush failed,
+// Close cannot flush the memtables, so writes made with DisableWAL are lost;
+// Close says so instead of returning nil (a clean Close persists every
+// write, DisableWAL ones included).
+func TestCloseAfterBackgroundErrorReportsUnflushedWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	toggle := errorfs.NewToggle(errorfs.OpCreate).PathContains(".sst")
+	d, err := db.Open("/db", &db.Options{FS: errorfs.Wrap(mem, toggle), CreateIfMissing: true})
+	require.NoError(t, err)
+	require.NoError(t, d.Put([]byte("a"), []byte("1"), &db.WriteOptions{DisableWAL: true}))
+	toggle.Enable()
+	require.ErrorIs(t, d.Flush(), errorfs.ErrInjected)
+	toggle.Disable()
+	err = d.Close()
+	require.ErrorIs(t, err, errorfs.ErrInjected, "Close after a failed flush with unflushed writes")
+	require.Contains(t, err.Error(), "DisableWAL")
+
+	// With nothing left in the memtables, Close after a background error
+	// has nothing to report beyond what the failed call already returned.
+	d, err = db.Open("/db", &db.Options{FS: errorfs.Wrap(mem, toggle)})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+}

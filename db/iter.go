@@ -59,6 +59,8 @@ type Iterator struct {
 	seekBuf    []byte
 	err        error
 	closed     bool
+	// counted: this iterator is in DB.openIters (NewIterator's, until Close).
+	counted bool
 
 	// merged is set in the forward direction when the current value was
 	// combined from merge operands: the key and value are then in savedKey
@@ -116,6 +118,8 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	st.owner = it
 	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
+	it.counted = true
+	d.openIters.Add(1)
 	return it
 }
 
@@ -275,13 +279,14 @@ func (st *iterState) build(snap base.SeqNum) error {
 	return nil
 }
 
-// Valid reports whether the iterator rests on a key.
-func (it *Iterator) Valid() bool { return it.valid }
+// Valid reports whether the iterator rests on a key. After the DB's Close
+// it is false.
+func (it *Iterator) Valid() bool { return it.valid && !it.d.closed.Load() }
 
 // Key returns the current key, valid until the iterator moves; nil when the
 // iterator is not Valid (unpositioned, exhausted or closed).
 func (it *Iterator) Key() []byte {
-	if !it.valid {
+	if !it.Valid() {
 		return nil
 	}
 	if it.dir == forward && !it.merged {
@@ -293,7 +298,7 @@ func (it *Iterator) Key() []byte {
 // Value returns the current value, valid until the iterator moves; nil when
 // the iterator is not Valid.
 func (it *Iterator) Value() []byte {
-	if !it.valid {
+	if !it.Valid() {
 		return nil
 	}
 	if it.dir == forward && !it.merged {
@@ -302,8 +307,17 @@ func (it *Iterator) Value() []byte {
 	return it.savedValue
 }
 
-// Err returns the error that stopped the iterator, if any.
-func (it *Iterator) Err() error { return it.err }
+// Err returns the error that stopped the iterator, if any; after the DB's
+// Close, an error wrapping ErrClosed.
+func (it *Iterator) Err() error {
+	if it.err == nil && it.d.closed.Load() {
+		return errDBClosedIter
+	}
+	return it.err
+}
+
+// errDBClosedIter is the error of an iterator whose DB was closed.
+var errDBClosedIter = errors.Wrap(ErrClosed, "strata: iterator used after its database was closed")
 
 // Close releases the iterator's view of the database. A second Close
 // returns ErrClosed.
@@ -315,6 +329,10 @@ func (it *Iterator) Close() error {
 		return errors.Wrap(ErrClosed, "strata: iterator already closed")
 	}
 	it.closed, it.valid = true, false
+	if it.counted {
+		it.counted = false
+		it.d.openIters.Add(-1)
+	}
 	var err error
 	if it.st != nil {
 		err = it.st.recycle()
@@ -330,6 +348,10 @@ func (it *Iterator) Close() error {
 func (it *Iterator) usable() bool {
 	if it.closed {
 		it.valid = false
+		return false
+	}
+	if it.d.closed.Load() {
+		it.valid, it.err = false, errDBClosedIter
 		return false
 	}
 	it.err = nil

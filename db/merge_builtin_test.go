@@ -165,21 +165,27 @@ func TestMergeConcurrentCounters(t *testing.T) {
 	require.Equal(t, writers, n)
 }
 
-// Without an operator, reading operands fails naming the operator the
-// OPTIONS file asked for or, with no OPTIONS file, the one a table names;
-// keys without operands read normally.
+// A database written with an operator that is not built in: a writable
+// Open without it is refused (it would compact the operands into tables
+// naming no operator); a read-only one opens, and reading operands fails
+// naming the operator the OPTIONS file asked for or, with no OPTIONS file,
+// the one a table names; keys without operands read normally.
 func TestMergeOperandWithoutOperatorNamesIt(t *testing.T) {
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll("/db", 0o755))
-	d, err := Open("/db", &Options{CreateIfMissing: true, FS: fs, MergeOperator: NewMaxOperator()})
+	custom := &AssociativeMergeOperator{OperatorName: "MyMaxOperator", Merge: NewMaxOperator().(*AssociativeMergeOperator).Merge}
+	d, err := Open("/db", &Options{CreateIfMissing: true, FS: fs, MergeOperator: custom})
 	require.NoError(t, err)
 	require.NoError(t, d.Merge([]byte("m"), []byte("1"), nil))
 	require.NoError(t, d.Put([]byte("p"), []byte("2"), nil))
 	require.NoError(t, d.Flush())
 	require.NoError(t, d.Close())
 
+	_, err = Open("/db", &Options{FS: fs})
+	require.ErrorIs(t, err, ErrInvalidArgument, "a writable Open without the database's operator")
+	require.ErrorContains(t, err, "merge operator MyMaxOperator")
 	check := func(want string) {
-		d, err := Open("/db", &Options{FS: fs})
+		d, err := Open("/db", &Options{FS: fs, ReadOnly: true})
 		require.NoError(t, err)
 		defer d.Close()
 		v, err := d.Get([]byte("p"), nil)
@@ -199,7 +205,7 @@ func TestMergeOperandWithoutOperatorNamesIt(t *testing.T) {
 		require.ErrorContains(t, it.Err(), want)
 		require.NoError(t, it.Close())
 	}
-	check("merge operator MaxOperator (named by the OPTIONS file)")
+	check("merge operator MyMaxOperator (named by the OPTIONS file)")
 	names, err := fs.List("/db")
 	require.NoError(t, err)
 	for _, n := range names {
@@ -207,5 +213,42 @@ func TestMergeOperandWithoutOperatorNamesIt(t *testing.T) {
 			require.NoError(t, fs.Remove("/db/"+n))
 		}
 	}
-	check("merge operator MaxOperator (named by table 0000")
+	check("merge operator MyMaxOperator (named by table 0000")
+}
+
+// A database written with a built-in operator, opened without one, takes
+// the built-in the OPTIONS file names (read-only or not): operands read
+// merged, a compaction resolves them as the operator does, and the OPTIONS
+// file keeps naming it.
+func TestMergeOperatorTakenFromOptionsFile(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("/db", 0o755))
+	d, err := Open("/db", &Options{CreateIfMissing: true, FS: fs, MergeOperator: NewStringAppendOperator("+")})
+	require.NoError(t, err)
+	require.NoError(t, d.Put([]byte("k"), []byte("a"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Merge([]byte("k"), []byte("b"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Close())
+
+	for _, ro := range []bool{true, false} {
+		d, err = Open("/db", &Options{FS: fs, ReadOnly: ro})
+		require.NoError(t, err, "read-only %v", ro)
+		v, err := d.Get([]byte("k"), nil)
+		require.NoError(t, err)
+		require.Equal(t, "a+b", string(v))
+		require.Contains(t, d.optionsFileReport(), "using the built-in {id=StringAppendOperator;delimiter=+;}")
+		if !ro {
+			require.NoError(t, d.Merge([]byte("k"), []byte("c"), nil))
+			require.NoError(t, d.CompactRange(nil, nil))
+		}
+		require.NoError(t, d.Close())
+	}
+	d, err = Open("/db", &Options{FS: fs, ReadOnly: true, MergeOperator: NewStringAppendOperator("+")})
+	require.NoError(t, err)
+	v, err := d.Get([]byte("k"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "a+b+c", string(v))
+	require.NotContains(t, d.optionsFileReport(), "merge_operator", "the OPTIONS file still names the operator")
+	require.NoError(t, d.Close())
 }

@@ -150,7 +150,18 @@ func (d *DB) open() error {
 				}
 			}
 		}
-		lock, err := d.fs.Lock(d.path(base.MakeFilename(base.FileKindLock, 0)))
+	}
+	// A read-only handle takes the lock too. Beside a live writer it would
+	// read a version whose tables the writer's compactions delete, and fail
+	// with "no such file" (keeping every table of its version open instead
+	// would cost a descriptor per table and still go wrong once the table
+	// cache evicts one). So one handle opens a directory at a time, as the
+	// contract says; a reader beside a live writer uses a Checkpoint. A
+	// read-only Open creates no files: without a LOCK file (no writer ever
+	// opened the directory) there is nothing to take.
+	lockName := d.path(base.MakeFilename(base.FileKindLock, 0))
+	if _, err := d.fs.Stat(lockName); !o.ReadOnly || err == nil {
+		lock, err := d.fs.Lock(lockName)
 		if err != nil {
 			return errors.Wrapf(err, "strata: locking %s (is another process or DB handle using it?)", d.dirname)
 		}

@@ -76,6 +76,22 @@ func (d *DB) checkOptionsFiles(nums []uint64) error {
 	if cf := f.Section(optionsfile.SecCF, "default"); cf != nil {
 		if v, ok := cf.Values["merge_operator"]; ok {
 			d.fileMergeOperator, _ = mergeOperatorID(v)
+			if d.opts.MergeOperator == nil && d.fileMergeOperator != "" {
+				// The database was written with an operator and none is
+				// configured. A writable handle would compact the operands
+				// into tables that name no operator and rewrite the OPTIONS
+				// file with nullptr, losing the record of how to read them:
+				// take the built-in of that name, or refuse. A read-only
+				// handle changes nothing: it opens, and reading a key with
+				// operands fails with an error naming the operator.
+				if op := MergeOperatorByName(v); op != nil {
+					d.opts.MergeOperator = op
+					report = append(report, cf.Title()+" merge_operator="+v+": no Options.MergeOperator: using the built-in "+optionsMergeOperatorValue(op))
+				} else if !d.opts.ReadOnly {
+					return errors.Wrapf(ErrInvalidArgument,
+						"strata: %s was written with merge operator %s, which is not built in: set Options.MergeOperator (or open ReadOnly)", d.dirname, d.fileMergeOperator)
+				}
+			}
 			if line := mergeOperatorReport(cf.Title(), v, d.opts.MergeOperator); line != "" {
 				report = append(report, line)
 			}

@@ -187,7 +187,7 @@ func TestCompatLDBTinyPointReads(t *testing.T) {
 		}
 		report := d.optionsFileReport()
 		// ldb sets a merge operator and Snappy; Strata's defaults differ.
-		require.Contains(t, report, `[CFOptions "default"] merge_operator={id=StringAppendOperator;delimiter=\:;}: no Options.MergeOperator: reading a key with merge operands fails`)
+		require.Contains(t, report, `[CFOptions "default"] merge_operator={id=StringAppendOperator;delimiter=\:;}: no Options.MergeOperator: using the built-in {id=StringAppendOperator;delimiter=\:;}`)
 		require.Contains(t, report, `[CFOptions "default"] compression=kSnappyCompression: Strata uses kNoCompression`)
 		require.NotContains(t, report, "write_buffer_size", "same as Strata's default")
 		require.NoError(t, d.Close())

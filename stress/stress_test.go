@@ -184,7 +184,7 @@ func TestStressCatchesWrongAnswers(t *testing.T) {
 	c := Config{Seed: testutil.Seed(t), Threads: 2, OpsPerThread: 300, MaxKey: 50, Dir: filepath.Join(dir, "db"),
 		ExpectedLog: filepath.Join(dir, "expected"), WritePercent: 100}
 	runStress(t, c)
-	d, err := db.Open(c.Dir, nil)
+	d, err := db.Open(c.Dir, &db.Options{MergeOperator: ConcatMergeOperator{}})
 	require.NoError(t, err)
 	require.NoError(t, d.Delete(Key(7), nil)) // a lost write
 	require.NoError(t, d.Close())

@@ -16,10 +16,12 @@ import (
 // but not timestamps. That is exactly what the engine needs, because it only
 // ever appends to files and reads them back by size. Other systems use
 // fsync(2) through os.File.Sync. Sync on a directory returned by OpenDir
-// always uses fsync(2), which is what makes entries durable.
+// uses fsync(2) on Unix, which is what makes entries durable, and is a
+// no-op on Windows (fsyncDir).
 //
-// Lock combines flock(2) (LOCK_EX|LOCK_NB) on the lock file, which excludes
-// other processes, with a process-wide set of held lock paths, which
+// Lock combines an exclusive lock on the lock file that excludes other
+// processes (flock(2) LOCK_EX|LOCK_NB on Unix, LockFileEx on Windows; on
+// systems with neither Lock fails), with a process-wide set of held lock paths, which
 // excludes other handles in this process: flock locks belong to the open
 // file description, so a second open of the same file in one process would
 // otherwise succeed on some systems and silently share the lock on others.
@@ -63,7 +65,6 @@ func (diskFS) OpenDir(name string) (File, error) {
 		_ = f.Close()
 		return nil, &os.PathError{Op: "opendir", Path: name, Err: errNotDir}
 	}
-	// A directory's Sync is os.File.Sync, that is fsync(2).
 	return dirFile{File: f}, nil
 }
 
@@ -146,7 +147,10 @@ type diskFile struct {
 
 func (f *diskFile) Sync() error { return datasync(f.File) }
 
-// dirFile is an open directory; Sync is fsync(2).
+// dirFile is an open directory; Sync makes its entries durable as the
+// platform allows (fsyncDir: fsync(2) on Unix, a no-op on Windows).
 type dirFile struct {
 	*os.File
 }
+
+func (d dirFile) Sync() error { return fsyncDir(d.File) }

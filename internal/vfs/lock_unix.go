@@ -61,3 +61,7 @@ type lockedError struct{ err error }
 func (e *lockedError) Error() string        { return e.err.Error() }
 func (e *lockedError) Unwrap() error        { return e.err }
 func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+
+// fsyncDir is fsync(2) of the directory (os.File.Sync; on darwin Go's Sync
+// is F_FULLFSYNC, which also flushes the drive's cache).
+func fsyncDir(f *os.File) error { return f.Sync() }
