@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
-	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
@@ -39,7 +38,7 @@ type DB struct {
 	// read-triggered compactions (leveled, writable, not disabled).
 	seekCompactions bool
 	// rangeDelCounts: what reads learned of tables with no recorded
-	// range-deletion count (leveliter.go).
+	// range-deletion count (level_iter.go).
 	rangeDelCounts rangeDelCounts
 
 	// closed is set first thing by Close. Every positioning call of an
@@ -167,174 +166,6 @@ type DB struct {
 		// wals are the WAL numbers on disk, ascending.
 		wals []uint64
 	}
-}
-
-// memTable is a memtable with the WAL that holds its writes.
-//
-// Lifetime: refs counts who may still read the memtable's arena. The DB
-// holds one reference from the moment the memtable is made until it leaves
-// d.mu.imm after its flush (flushOldestLocked); every readState that lists
-// it holds one more until that readState's own count drops to zero (and a
-// readState is held by every Get, MultiGet, iterator and property read that
-// uses it). When the count reaches zero the arena goes to d.memPool for
-// reuse. The count cannot rise again after that: readStates are built under
-// d.mu from d.mu.mem and d.mu.imm only, which hold the DB's reference.
-// Memtables the DB never retires (those of WAL replay, an empty one
-// replaced, the last one at Close) keep their reference and are left to
-// the garbage collector.
-type memTable struct {
-	*memtable.MemTable
-	logNum uint64 // the WAL that holds this memtable's writes
-	// size is the arena budget the memtable rotates at.
-	size int
-	refs atomic.Int32
-	_    pad
-	// reserved is the arena room (arenaNeed) of the concurrent inserts in
-	// progress, which the arena's usage does not show yet; it is non-zero
-	// exactly while one is in progress (see commitPipeline). Every
-	// concurrent inserter writes it: it has cache lines of its own.
-	reserved atomic.Int64
-	_        pad
-}
-
-// unref drops a reference to m and retires its arena after the last one.
-func (m *memTable) unref(d *DB) {
-	switch n := m.refs.Add(-1); {
-	case n == 0:
-		d.memPool.Put(m.MemTable)
-	case n < 0:
-		panic(errors.AssertionFailedf("strata: memtable (WAL %06d) unreferenced too often", m.logNum))
-	}
-}
-
-// readState is an immutable view of the read path: the memtables and the
-// version at one moment. The version is referenced while the readState is
-// current or held by a reader.
-//
-// Invariant: a read (Get, MultiGet, NewIterator) loads its readState
-// first and its sequence number (visibleSeq+1, or its snapshot's) second.
-// The pair is then consistent without a lock, as in Pebble:
-//
-//   - The view is pinned: while referenced, its memtables stay readable
-//     and its version's files stay on disk (deleteObsoleteFilesLocked keeps
-//     every file of a referenced version), so no flush or compaction that
-//     runs after the load can remove a version of a key from what the
-//     reader searches. Compaction only rewrites files into newer versions.
-//   - Every write published before the view was loaded is in it: in one of
-//     its memtables, or in a table of its version once flushed (a memtable
-//     leaves the view only when the version holding its table replaces it).
-//   - A write published between the two loads, with a sequence number at or
-//     below the reader's, is either in the view's mutable memtable (and
-//     seen) or in a memtable made after the view was loaded. Memtables are
-//     filled in sequence order by one leader at a time, so such a write is
-//     newer than everything the view holds: the reader sees every write up
-//     to some sequence number, a consistent prefix that includes every write
-//     acknowledged before the read began.
-//
-// The opposite order is wrong: a reader that loads the sequence number S
-// first and the view second can meet a view in which a compaction (which
-// knew of no snapshot at S, since plain reads register none) already merged
-// away the version visible at S under a newer overwrite, and miss a key that
-// existed throughout. Snapshots need no such order: NewSnapshot takes its
-// sequence number and joins the list under d.mu, and compactions read the
-// list under d.mu, so every compaction either sees the snapshot or merges
-// only entries older than its sequence number (see compactLocked).
-type readState struct {
-	refs atomic.Int32
-	mems []*memTable // the mutable memtable, then the immutable ones newest first
-	// closed marks the view Close installs: its memtable is empty and
-	// reads through it return ErrClosed.
-	closed  bool
-	version *version.Version
-	db      *DB
-
-	tombOnce sync.Once
-	tombs    []base.Tombstone // every table tombstone of version, lazily
-	tombErr  error
-}
-
-func (rs *readState) unref() {
-	if rs.refs.Add(-1) == 0 {
-		rs.db.unrefVersion(rs.version)
-		for _, m := range rs.mems {
-			m.unref(rs.db)
-		}
-	}
-}
-
-// loadReadState returns the current read view, referenced; the caller unrefs.
-func (d *DB) loadReadState() *readState {
-	d.rsMu.RLock()
-	rs := d.readState
-	rs.refs.Add(1)
-	d.rsMu.RUnlock()
-	return rs
-}
-
-// updateReadStateLocked installs a new read view from the current memtables
-// and version. d.mu must be held.
-func (d *DB) updateReadStateLocked() {
-	rs := &readState{db: d, version: d.mu.versions.Current()}
-	rs.refs.Store(1)
-	rs.version.Ref()
-	rs.mems = make([]*memTable, 0, 1+len(d.mu.imm))
-	rs.mems = append(rs.mems, d.mu.mem)
-	for i := len(d.mu.imm) - 1; i >= 0; i-- {
-		rs.mems = append(rs.mems, d.mu.imm[i])
-	}
-	for _, m := range rs.mems {
-		m.refs.Add(1)
-	}
-	d.publishReadState(rs)
-	// A new version may change the stall conditions.
-	d.refreshRoomFreeLocked()
-	// A cached iterator state of the old view would pin its memtables and
-	// files until the next NewIterator.
-	if st := d.iterCache.Swap(nil); st != nil {
-		st.release()
-	}
-}
-
-// publishReadState makes rs the read view and drops the DB's reference on
-// the one it replaces.
-func (d *DB) publishReadState(rs *readState) {
-	d.rsMu.Lock()
-	old := d.readState
-	d.readState = rs
-	d.rsMu.Unlock()
-	if old != nil {
-		old.unref()
-	}
-}
-
-// releaseMemtablesLocked, at Close, drops the DB's references on its
-// memtables and replaces the read view with one whose only memtable is an
-// empty one on the Go heap, so that their arenas are freed as soon as the
-// readers still holding older views (a racing Get, an iterator left open)
-// are done. A read that passed its closed check before Close and loads the
-// closed view finds it marked and returns ErrClosed. d.mu must be held.
-func (d *DB) releaseMemtablesLocked() {
-	rs := &readState{db: d, version: d.mu.versions.Current(), closed: true}
-	rs.refs.Store(1)
-	rs.version.Ref()
-	empty := &memTable{MemTable: memtable.New(0), logNum: d.mu.mem.logNum}
-	empty.refs.Store(1) // rs's; the DB keeps none
-	rs.mems = []*memTable{empty}
-	d.publishReadState(rs)
-	for _, m := range d.mu.imm {
-		m.unref(d)
-	}
-	d.mu.mem.unref(d)
-	d.mu.imm = nil
-	d.mu.mem = empty
-}
-
-// isCurrentView reports whether rs is the current read view.
-func (d *DB) isCurrentView(rs *readState) bool {
-	d.rsMu.RLock()
-	cur := d.readState == rs
-	d.rsMu.RUnlock()
-	return cur
 }
 
 // testingHookBetweenViewAndSeq runs the test hook, if any: one nil check on

@@ -9,18 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func scanAll(t *testing.T, d *db.DB, ro *db.ReadOptions) []string {
-	t.Helper()
-	it := d.NewIterator(ro)
-	var keys []string
-	for it.SeekToFirst(); it.Valid(); it.Next() {
-		keys = append(keys, string(it.Key()))
-	}
-	require.NoError(t, it.Err())
-	require.NoError(t, it.Close())
-	return keys
-}
-
 // TestIterator_StateReuse: a closed iterator's internals are reused by the
 // next iterator over the same read view. Reuse must not leak the old
 // iterator's snapshot, tombstones or position, and the closed iterator must
@@ -36,7 +24,7 @@ func TestIterator_StateReuse(t *testing.T) {
 	require.NoError(t, d.Put([]byte("k10"), []byte("v"), nil))
 
 	all := []string{"k0", "k1", "k10", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}
-	require.Equal(t, all, scanAll(t, d, nil))
+	require.Equal(t, all, scanKeys(t, d, nil))
 
 	snap := d.NewSnapshot()
 	defer snap.Release()
@@ -44,9 +32,9 @@ func TestIterator_StateReuse(t *testing.T) {
 	// (memtables + version) is unchanged, so the state is reused.
 	require.NoError(t, d.DeleteRange([]byte("k2"), []byte("k5"), nil))
 	require.NoError(t, d.Delete([]byte("k0"), nil))
-	require.Equal(t, []string{"k1", "k10", "k5", "k6", "k7", "k8", "k9"}, scanAll(t, d, nil))
-	require.Equal(t, all, scanAll(t, d, &db.ReadOptions{Snapshot: snap}))
-	require.Equal(t, []string{"k1", "k10", "k5", "k6", "k7", "k8", "k9"}, scanAll(t, d, nil))
+	require.Equal(t, []string{"k1", "k10", "k5", "k6", "k7", "k8", "k9"}, scanKeys(t, d, nil))
+	require.Equal(t, all, scanKeys(t, d, &db.ReadOptions{Snapshot: snap}))
+	require.Equal(t, []string{"k1", "k10", "k5", "k6", "k7", "k8", "k9"}, scanKeys(t, d, nil))
 
 	// A closed iterator stays closed when its state serves another one.
 	it1 := d.NewIterator(nil)
@@ -80,6 +68,6 @@ func TestIterator_StateReuse(t *testing.T) {
 
 	// After a flush (a new view) iterators still see everything.
 	require.NoError(t, d.Flush())
-	require.Equal(t, []string{"k1", "k10", "k5", "k6", "k7", "k8", "k9"}, scanAll(t, d, nil))
-	require.Equal(t, all, scanAll(t, d, &db.ReadOptions{Snapshot: snap}))
+	require.Equal(t, []string{"k1", "k10", "k5", "k6", "k7", "k8", "k9"}, scanKeys(t, d, nil))
+	require.Equal(t, all, scanKeys(t, d, &db.ReadOptions{Snapshot: snap}))
 }

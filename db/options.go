@@ -273,7 +273,7 @@ type Options struct {
 	// FS is the file system. Default: the operating system's.
 	FS FS
 	// MergeOperator combines the operands written with DB.Merge (see
-	// merge.go for the built-ins under RocksDB's names). Default: none, and
+	// merge_builtin.go for the built-ins under RocksDB's names). Default: none, and
 	// reading a key with merge operands fails with an error naming the
 	// operator the OPTIONS file asks for.
 	MergeOperator MergeOperator

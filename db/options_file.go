@@ -251,3 +251,78 @@ func (d *DB) optionsFileReport() string {
 	}
 	return strings.Join(d.optionsReport, "\n") + "\n"
 }
+
+// mergeOperatorID returns the operator name of an OPTIONS file's
+// merge_operator value ("" for nullptr) and its delimiter option (","
+// when absent).
+func mergeOperatorID(v string) (id, delim string) {
+	delim = ","
+	if strings.HasPrefix(v, "{") {
+		m := optionsfile.ParseNested(v)
+		id = m["id"]
+		if d, ok := m["delimiter"]; ok {
+			delim = unescapeOptionValue(d)
+		}
+	} else {
+		id = v
+	}
+	if id == "nullptr" {
+		id = ""
+	}
+	return id, delim
+}
+
+// unescapeOptionValue undoes RocksDB's escaping of option values (a
+// backslash before a special character).
+func unescapeOptionValue(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// optionsMergeOperatorValue is the merge_operator value of the OPTIONS file
+// for op, in RocksDB's syntax.
+func optionsMergeOperatorValue(op MergeOperator) string {
+	if op == nil {
+		return "nullptr"
+	}
+	if s, ok := op.(*stringAppend); ok {
+		d := s.delim
+		if strings.ContainsAny(d, `:;{}=\#`) {
+			var b strings.Builder
+			for i := 0; i < len(d); i++ {
+				if strings.IndexByte(`:;{}=\#`, d[i]) >= 0 {
+					b.WriteByte('\\')
+				}
+				b.WriteByte(d[i])
+			}
+			d = b.String()
+		}
+		return "{id=" + s.name + ";delimiter=" + d + ";}"
+	}
+	return op.Name()
+}
+
+// mergeOperatorReport is the OPTIONS file report line for a file's
+// merge_operator value v when it differs from the configured op ("" when
+// they agree).
+func mergeOperatorReport(title, v string, op MergeOperator) string {
+	id, _ := mergeOperatorID(v)
+	switch {
+	case op == nil && id == "":
+		return ""
+	case op == nil:
+		return title + " merge_operator=" + v + ": no Options.MergeOperator: reading a key with merge operands fails"
+	case optionsMergeOperatorValue(op) == v || (id == op.Name() && !strings.HasPrefix(v, "{")):
+		return ""
+	}
+	return title + " merge_operator=" + v + ": Strata uses " + optionsMergeOperatorValue(op)
+}

@@ -289,9 +289,3 @@ func (d *DB) stallLocked() {
 	d.stats.stallMicros.Add(uint64(time.Since(start).Microseconds()))
 	d.stats.stalls.Add(1)
 }
-
-// fits reports whether need more arena bytes fit in the memtable's arena,
-// beside the room reserved by concurrent inserts in progress.
-func (m *memTable) fits(need int) bool {
-	return m.ApproximateMemoryUsage()+int(m.reserved.Load())+need <= m.size
-}

@@ -3,6 +3,6 @@
 package db
 
 // skipPrefixCheck is false in every build but the benchmark-only one
-// tagged strata_noprefixcheck (prefixcheck_on.go); as a constant, its test
+// tagged strata_noprefixcheck (prefix_check_skipped.go); as a constant, its test
 // in prefixFilterUsable compiles away.
 const skipPrefixCheck = false
