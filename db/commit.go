@@ -140,10 +140,11 @@ func (c *commitPipeline) lock() {
 	c.mu.Lock()
 }
 
-// lockSpins bounds the yields of lock before it sleeps. Measured with
-// fillrandom -threads=2 and 4 on 2 cores, four reps interleaved (medians):
-// 0 yields 416K and 465K writes/s, 50 yields 499K and 585K, 150 yields
-// 538K and 595K, at the same CPU per write (Pebble 295K and 386K).
+// lockSpins bounds the yields of lock before it sleeps: long enough that a
+// writer on a busy pair of cores almost never sleeps, short enough that a
+// writer behind a long holder (a memtable rotation) stops polling soon. The
+// sweep that chose it (0, 50, 150 yields, fillrandom with 2 and 4 threads)
+// is in docs/data/lock-spins-2026-11-30.txt.
 const lockSpins = 150
 
 // concurrentLocked reports whether the writer holding mu should insert
@@ -365,9 +366,10 @@ func (c *commitPipeline) publish(d *DB, w *writer) {
 	c.pubMu.Unlock()
 }
 
-// publishSpins bounds the polls of publish before it sleeps. Measured with
-// fillrandom -threads=2 and 4 on 2 cores: 0 and 10 polls lose 10-25% to
-// wake-ups, 50 and 150 measure alike (150 a little ahead with 4 threads).
+// publishSpins bounds the polls of publish before it sleeps: fewer polls
+// lose throughput to wake-ups of writers whose predecessors were about to
+// publish; more gain nothing (docs/benchmarks-history.md, the pipeline
+// round).
 const publishSpins = 150
 
 // syncWAL makes the WAL durable up to the walBytes position end. Concurrent

@@ -211,9 +211,9 @@ func (o *compactionOutputs) advanceGrandparents(ukey []byte) (crossed bool) {
 // of the level below (RocksDB 7.8's level_compaction_dynamic_file_size,
 // Pebble's rule): the output then overlaps whole grandparent files only,
 // and its own compaction later does not rewrite a partly overlapped one at
-// each end (at the scaled 50M-key fillrandom shape this cut the bytes
-// written into L2 by a third, see docs/compaction.md; a quarter or three
-// quarters of the target instead of half measured the same); or it
+// each end (docs/compaction.md has what it saves in bytes written; a
+// quarter or three quarters of the target instead of half measured the
+// same); or it
 // overlaps too much of the grandparent level.
 func (o *compactionOutputs) shouldSplit(ukey []byte) bool {
 	if o.c.pick.OutputLevel == 0 {

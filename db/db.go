@@ -1,9 +1,19 @@
 // Package db is Strata's public API: an embedded, durable, ordered key-value
-// store built as a log-structured merge tree whose files follow RocksDB's
-// on-disk formats.
+// store built as a log-structured merge tree whose files (WAL, MANIFEST,
+// OPTIONS and tables) follow RocksDB 7.8's on-disk formats, so RocksDB's
+// tools read what it writes and it opens what RocksDB wrote.
 //
-// A DB is safe for concurrent use by many goroutines. See ../docs/architecture.md
-// for the write path, the read path and recovery.
+// Open a database with [Open], write with [DB.Put], [DB.Delete],
+// [DB.DeleteRange], [DB.Merge] or a [Batch] through [DB.Write], read with
+// [DB.Get], [DB.MultiGet] and [DB.NewIterator], and read a fixed point in
+// time through [DB.NewSnapshot]. Errors are classified by the sentinels
+// ([ErrNotFound], [ErrCorruption], [ErrClosed], ...): test them with
+// errors.Is. A DB is safe for concurrent use by many goroutines.
+//
+// The design (write path, read path, recovery) is described in
+// https://github.com/stratadb/strata/blob/main/docs/architecture.md, and
+// the getting-started guide in
+// https://github.com/stratadb/strata/blob/main/docs/getting-started.md.
 package db
 
 import (
@@ -20,14 +30,28 @@ import (
 	"github.com/stratadb/strata/internal/vfs"
 )
 
-// DB is an open database.
+// DB is an open database, returned by [Open]. All its methods may be called
+// from many goroutines at once. Close it when done: [DB.Close] flushes the
+// memtables, waits for background work and releases the directory; every
+// call after it returns an error wrapping [ErrClosed].
 //
-// Locking: the fields under mu are guarded by mu; methods named …Locked
-// require it. The commit pipeline (commit, commit.go) orders writers: one at
-// a time appends to the WAL, and they insert into the mutable memtable
-// either one at a time or concurrently. Readers take no lock on the data path: they load the
-// current readState (memtables + version), which is replaced, never mutated.
+//	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+//	if err != nil {
+//		return err
+//	}
+//	defer d.Close()
+//	if err := d.Put([]byte("k"), []byte("v"), nil); err != nil {
+//		return err
+//	}
+//	v, err := d.Get([]byte("k"), nil) // errors.Is(err, db.ErrNotFound) when absent
 type DB struct {
+	// Locking: the fields under mu are guarded by mu; methods named
+	// ...Locked require it. The commit pipeline (commit, commit.go) orders
+	// writers: one at a time appends to the WAL, and they insert into the
+	// mutable memtable either one at a time or concurrently. Readers take
+	// no lock on the data path: they load the current readState (memtables
+	// and version), which is replaced, never mutated.
+
 	dirname string
 	opts    Options // immutable after Open, but for the mutable options below
 	fs      vfs.FS
@@ -220,9 +244,12 @@ func (d *DB) endOp() { d.mu.bgWG.Done() }
 // Guarantee: once Close returns, nothing of this DB touches the directory.
 // Background flushes and compactions, and Flush, CompactRange and SetOptions
 // calls running on other goroutines, either finish before Close returns or
-// return ErrClosed without writing (see beginOp); writes in the commit
-// pipeline are drained first.
+// return ErrClosed without writing; writes in progress finish first.
+// Iterators and snapshots still open stop working (ErrClosed) and are
+// reported in the LOG.
 func (d *DB) Close() error {
+	// Manual operations register with beginOp, so the wait for d.mu.bgWG
+	// below covers them.
 	if !d.closed.CompareAndSwap(false, true) {
 		return errors.Wrap(ErrClosed, "strata: database already closed")
 	}

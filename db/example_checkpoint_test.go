@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"errors"
 	"github.com/stratadb/strata/db"
 )
 
@@ -40,7 +41,7 @@ func ExampleDB_Checkpoint() {
 	if err := c.Close(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("again:", errorsIs(d.Checkpoint(ckpt), db.ErrInvalidArgument))
+	fmt.Println("again:", errors.Is(d.Checkpoint(ckpt), db.ErrInvalidArgument))
 	// Output:
 	// checkpoint: k=v1
 	// again: true
@@ -70,7 +71,7 @@ func ExampleDB_ApproximateSize() {
 	keys, _ := d.GetProperty(db.PropEstimateNumKeys)
 	fmt.Println("estimated keys:", keys)
 	_, err = d.ApproximateSize([]byte("b"), []byte("a"), nil)
-	fmt.Println("start > end:", errorsIs(err, db.ErrInvalidArgument))
+	fmt.Println("start > end:", errors.Is(err, db.ErrInvalidArgument))
 	// Output:
 	// memtable bytes in the lower half: 58000
 	// on disk, the lower half is about 0.5 of the whole

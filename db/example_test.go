@@ -55,7 +55,7 @@ func Example() {
 	}
 	fmt.Printf("hello=%s\n", v)
 	_, err = d.Get([]byte("missing"), nil)
-	fmt.Println("missing is ErrNotFound:", errorsIs(err, db.ErrNotFound))
+	fmt.Println("missing is ErrNotFound:", errors.Is(err, db.ErrNotFound))
 	if err := d.Close(); err != nil {
 		log.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func ExampleDB_DeleteRange() {
 	}
 	fmt.Println(strings.Join(keys, " "))
 	err := d.DeleteRange([]byte("z"), []byte("a"), nil)
-	fmt.Println("inverted range is ErrInvalidArgument:", errorsIs(err, db.ErrInvalidArgument))
+	fmt.Println("inverted range is ErrInvalidArgument:", errors.Is(err, db.ErrInvalidArgument))
 	// Output:
 	// log/0 log/4 log/5
 	// inverted range is ErrInvalidArgument: true
@@ -210,7 +210,7 @@ func ExampleDB_SetOptions() {
 		"prefix_extractor":  "capped:2",
 		"write_buffer_size": "lots",
 	})
-	fmt.Println("invalid:", errorsIs(err, db.ErrInvalidArgument))
+	fmt.Println("invalid:", errors.Is(err, db.ErrInvalidArgument))
 	v, _ = d.GetProperty(db.PropPrefixExtractor)
 	fmt.Println("prefix extractor:", v)
 	// Output:
@@ -219,9 +219,6 @@ func ExampleDB_SetOptions() {
 	// invalid: true
 	// prefix extractor: rocksdb.FixedPrefix.8
 }
-
-// errorsIs is errors.Is, named apart so the examples read plainly.
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 // A database opened with WALRecoveryPointInTime recovers every write before
 // the first damage in its WALs and none after it.

@@ -137,8 +137,9 @@ type Options struct {
 	// AllowMmapReads reads table files through read-only shared mappings
 	// instead of pread(2), as RocksDB's allow_mmap_reads (default false
 	// there too). A block read that misses the block cache is then a copy
-	// from the page cache without a system call: readrandom with an 8 MiB
-	// cache ran 1.5x faster at 1M keys (docs/benchmarks.md). The cost is in how memory is
+	// from the page cache without a system call, which makes random reads
+	// that miss a small block cache much faster (docs/benchmarks.md has the
+	// figure). The cost is in how memory is
 	// counted: the table pages a process touches count in its resident
 	// set (as file pages the kernel can reclaim), where pread leaves them
 	// to the page cache alone. A page that cannot be read faults the copy,
