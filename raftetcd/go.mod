@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/stratadb/strata => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/errors v1.14.0
 	github.com/stratadb/strata v0.0.0
 	github.com/stretchr/testify v1.12.1
