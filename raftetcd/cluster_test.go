@@ -397,6 +397,13 @@ func TestSIGKILLCluster(t *testing.T) {
 	for _, st := range states {
 		require.Equal(t, states[0].KV, st.KV)
 	}
+	installs := 0
+	for _, n := range c.nodes {
+		b, err := os.ReadFile(n.logPath)
+		require.NoError(t, err)
+		installs += strings.Count(string(b), "installed snapshot at")
+	}
+	t.Logf("%d snapshots sent by a leader were installed", installs)
 	for k, out := range final {
 		v, found := states[0].KV[k]
 		require.Equal(t, out, kvOutput{Value: v, Found: found}, "key %s", k)

@@ -38,8 +38,8 @@ import (
 const (
 	childEnv  = "RAFTETCD_TEST_NODE"
 	tickEvery = 20 * time.Millisecond
-	snapEvery = 300
-	keepAfter = 50 // entries kept before a snapshot's index
+	snapEvery = 100
+	keepAfter = 5  // entries kept before a snapshot's index
 )
 
 func TestMain(m *testing.M) {
@@ -194,6 +194,7 @@ func (n *kvNode) loop() error {
 				if err := n.restore(rd.Snapshot); err != nil {
 					return err
 				}
+				fmt.Fprintf(os.Stderr, "installed snapshot at %d\n", rd.Snapshot.Metadata.Index)
 			}
 			for _, m := range rd.Messages {
 				n.send(m)

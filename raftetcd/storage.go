@@ -279,6 +279,9 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	return s.readEntries(lo, hi, maxSize)
 }
 
+// arenaSize bounds one payload arena of readEntries.
+const arenaSize = 64 << 10
+
 // readEntries scans [lo, hi), stopping before the entry that takes the total
 // past maxSize (always returning the first). Every index must be present.
 func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
@@ -286,7 +289,8 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	hk := s.logKey(nil, hi)
 	it := s.d.NewIterator(&db.ReadOptions{LowerBound: lk, UpperBound: hk})
 	defer it.Close()
-	ents := make([]pb.Entry, 0, min(hi-lo, 64))
+	ents := make([]pb.Entry, 0, min(hi-lo, 256))
+	var arena []byte
 	var size uint64
 	next := lo
 	cut := false
@@ -305,9 +309,25 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 			cut = true
 			break
 		}
+		// Decode Data into one arena for the whole result, not one
+		// allocation per entry: Unmarshal appends the payload to
+		// e.Data[:0], which then has room (a value is longer than its
+		// payload), and the three-index slice keeps entries apart.
+		if len(arena)+len(v) > cap(arena) {
+			// Sized for the rest of the range at this entry's size.
+			arena = make([]byte, 0, max(len(v), int(min(arenaSize, maxSize, (hi-idx)*uint64(len(v))))))
+		}
 		var e pb.Entry
+		e.Data = arena[len(arena) : len(arena) : len(arena)+len(v)]
 		if err := e.Unmarshal(v); err != nil {
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", idx, err)
+		}
+		if len(e.Data) == 0 {
+			// Keep nil and empty apart as a fresh Unmarshal does.
+			e = pb.Entry{}
+			_ = e.Unmarshal(v)
+		} else {
+			arena = arena[:len(arena)+len(e.Data)]
 		}
 		if e.Index != idx {
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", idx, e.Index)
