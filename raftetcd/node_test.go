@@ -39,7 +39,7 @@ const (
 	childEnv  = "RAFTETCD_TEST_NODE"
 	tickEvery = 20 * time.Millisecond
 	snapEvery = 100
-	keepAfter = 5  // entries kept before a snapshot's index
+	keepAfter = 5 // entries kept before a snapshot's index
 )
 
 func TestMain(m *testing.M) {
