@@ -402,6 +402,7 @@ func TestSIGKILLCluster(t *testing.T) {
 		b, err := os.ReadFile(n.logPath)
 		require.NoError(t, err)
 		installs += strings.Count(string(b), "installed snapshot at")
+		require.NotContains(t, string(b), "DATA RACE", "node %d (see its log)", n.id)
 	}
 	t.Logf("%d snapshots sent by a leader were installed", installs)
 	for k, out := range final {
