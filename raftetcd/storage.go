@@ -1,0 +1,633 @@
+// Package raftetcd makes a Strata database the log of an etcd-io/raft
+// (go.etcd.io/raft/v3) node: Storage is a raft.Storage, and SaveReady is
+// what the application calls with each Ready to make its entries, hard
+// state and snapshot durable in one batch.
+//
+// # Key layout
+//
+// Every key of a group starts with a range-local prefix, as CockroachDB's
+// unreplicated range-ID keys do:
+//
+//	"\x01i" + rangeID (8 bytes big-endian) + "u" + suffix
+//
+// with the suffixes
+//
+//	"rftl" + index (8 bytes big-endian)  a log entry (raftpb.Entry, marshalled)
+//	"rfth"                               the HardState
+//	"rftt"                               the truncated state: index and term of
+//	                                     the last entry compacted away
+//	"rfts"                               the last snapshot (raftpb.Snapshot)
+//
+// Entries sort by index and sit together, so Entries(lo, hi) is one
+// contiguous scan, and compacting or cutting a conflicting tail is one
+// range deletion. Many groups (ranges) share one database, each under its
+// range ID; none of the prefixes is a prefix of another.
+//
+// # Term cache
+//
+// raft asks for the term of recent entries on every append it receives and
+// every append it sends. Storage keeps the terms of the last
+// Options.TermCacheSize entries in memory (a window ending at the last
+// index, cut and extended by each append), plus the truncated state's term,
+// so Term of a recent index never reads the database.
+//
+// Errors: ErrCompacted, ErrUnavailable and ErrSnapOutOfDate are returned
+// unwrapped, where raft's MemoryStorage returns them, because raft compares
+// them with ==. Where MemoryStorage panics (a request past the last index),
+// Storage returns an error wrapping db.ErrInvalidArgument instead; raft
+// itself panics on any other error from its storage.
+package raftetcd
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/db"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// Key suffixes, after the range-local prefix (see the package doc).
+var (
+	suffixLog       = []byte("rftl")
+	suffixHardState = []byte("rfth")
+	suffixTruncated = []byte("rftt")
+	suffixSnapshot  = []byte("rfts")
+)
+
+// DefaultTermCacheSize is the number of recent entries whose terms Storage
+// keeps in memory when Options.TermCacheSize is 0.
+const DefaultTermCacheSize = 4096
+
+// Options configure a Storage.
+type Options struct {
+	// RangeID names the raft group: its keys start with the range-local
+	// prefix of this ID, so groups with different IDs share one database.
+	RangeID uint64
+	// TermCacheSize is how many recent entries' terms are kept in memory;
+	// 0 means DefaultTermCacheSize, negative means none.
+	TermCacheSize int
+}
+
+// Storage is a raft.Storage on a Strata database, and the writes an
+// application makes on each Ready. It is safe for concurrent use: raft.Node
+// reads it on its goroutine while the application writes.
+type Storage struct {
+	d     *db.DB
+	owned bool
+
+	prefix  []byte // range-local prefix
+	logLo   []byte // prefix + "rftl": first possible log key
+	logHi   []byte // prefix + "rftm": just past every log key
+	hsKey   []byte
+	truncK  []byte
+	snapKey []byte
+
+	mu sync.RWMutex
+	// truncIndex and truncTerm are the last entry compacted away (or the
+	// snapshot's); entries truncIndex+1..last are in the database.
+	truncIndex, truncTerm uint64
+	last                  uint64
+	hs                    pb.HardState
+	snapMeta              pb.SnapshotMetadata // of the stored snapshot
+
+	// terms[i] is the term of entry termsLo+i; the window ends at last.
+	terms    []uint64
+	termsLo  uint64
+	termsCap int
+
+	batch *db.Batch
+	buf   []byte
+}
+
+var _ raft.Storage = (*Storage)(nil)
+
+var syncWrite = &db.WriteOptions{Sync: true}
+
+// Open opens (creating if missing) a Strata database in dir and returns a
+// Storage on it that owns it: Close closes it.
+func Open(dir string, dbOpts *db.Options, opts *Options) (*Storage, error) {
+	var o db.Options
+	if dbOpts != nil {
+		o = *dbOpts
+	}
+	o.CreateIfMissing = true
+	d, err := db.Open(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(d, opts)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// New returns a Storage on an open database, loading the group's state. The
+// caller keeps ownership of d.
+func New(d *db.DB, opts *Options) (*Storage, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := &Storage{d: d, batch: db.NewBatch(), termsCap: o.TermCacheSize}
+	if s.termsCap == 0 {
+		s.termsCap = DefaultTermCacheSize
+	}
+	if s.termsCap < 0 {
+		s.termsCap = 0
+	}
+	s.prefix = RangePrefix(o.RangeID)
+	s.logLo = s.key(suffixLog)
+	s.logHi = s.key([]byte("rftm"))
+	s.hsKey = s.key(suffixHardState)
+	s.truncK = s.key(suffixTruncated)
+	s.snapKey = s.key(suffixSnapshot)
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RangePrefix returns the range-local key prefix of a range ID:
+// "\x01i" + 8-byte big-endian ID + "u".
+func RangePrefix(rangeID uint64) []byte {
+	p := append([]byte("\x01i"), make([]byte, 8)...)
+	binary.BigEndian.PutUint64(p[2:], rangeID)
+	return append(p, 'u')
+}
+
+func (s *Storage) key(suffix []byte) []byte {
+	return append(append(make([]byte, 0, len(s.prefix)+len(suffix)), s.prefix...), suffix...)
+}
+
+func (s *Storage) logKey(dst []byte, idx uint64) []byte {
+	dst = append(dst, s.logLo...)
+	return binary.BigEndian.AppendUint64(dst, idx)
+}
+
+// DB returns the database.
+func (s *Storage) DB() *db.DB { return s.d }
+
+// Close closes the database if Open opened it.
+func (s *Storage) Close() error {
+	if s.owned {
+		return s.d.Close()
+	}
+	return nil
+}
+
+func (s *Storage) load() error {
+	if v, err := s.d.Get(s.hsKey, nil); err == nil {
+		if err := s.hs.Unmarshal(v); err != nil {
+			return errors.Wrapf(db.ErrCorruption, "raftetcd: hard state: %v", err)
+		}
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return errors.Wrap(err, "raftetcd: reading hard state")
+	}
+	if v, err := s.d.Get(s.truncK, nil); err == nil {
+		if len(v) != 16 {
+			return errors.Wrapf(db.ErrCorruption, "raftetcd: truncated state has %d bytes, want 16", len(v))
+		}
+		s.truncIndex, s.truncTerm = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return errors.Wrap(err, "raftetcd: reading truncated state")
+	}
+	if v, err := s.d.Get(s.snapKey, nil); err == nil {
+		var snap pb.Snapshot
+		if err := snap.Unmarshal(v); err != nil {
+			return errors.Wrapf(db.ErrCorruption, "raftetcd: snapshot: %v", err)
+		}
+		s.snapMeta = snap.Metadata
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return errors.Wrap(err, "raftetcd: reading snapshot")
+	}
+	s.last = s.truncIndex
+	it := s.d.NewIterator(&db.ReadOptions{LowerBound: s.logLo, UpperBound: s.logHi})
+	defer it.Close()
+	it.SeekToLast()
+	if it.Valid() {
+		idx, err := s.indexOf(it.Key())
+		if err != nil {
+			return err
+		}
+		if idx < s.truncIndex {
+			return errors.Wrapf(db.ErrCorruption, "raftetcd: last entry %d below truncated index %d", idx, s.truncIndex)
+		}
+		s.last = idx
+	}
+	if err := it.Err(); err != nil {
+		return errors.Wrap(err, "raftetcd: reading the last entry")
+	}
+	// Warm the term cache with the tail of the log.
+	if s.termsCap > 0 && s.last > s.truncIndex {
+		lo := max(s.truncIndex+1, s.last-min(s.last, uint64(s.termsCap))+1)
+		ents, err := s.readEntries(lo, s.last+1, ^uint64(0))
+		if err != nil {
+			return err
+		}
+		s.termsLo = lo
+		for _, e := range ents {
+			s.terms = append(s.terms, e.Term)
+		}
+	}
+	return nil
+}
+
+func (s *Storage) indexOf(key []byte) (uint64, error) {
+	if len(key) != len(s.logLo)+8 {
+		return 0, errors.Wrapf(db.ErrCorruption, "raftetcd: malformed log key %x", key)
+	}
+	return binary.BigEndian.Uint64(key[len(s.logLo):]), nil
+}
+
+// InitialState returns the saved HardState and the ConfState of the last
+// snapshot, as MemoryStorage does.
+func (s *Storage) InitialState() (pb.HardState, pb.ConfState, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hs, s.snapMeta.ConfState, nil
+}
+
+// HardState returns the saved HardState.
+func (s *Storage) HardState() pb.HardState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hs
+}
+
+// Entries returns the entries in [lo, hi), at least one, at most maxSize
+// bytes of them (raft's limitSize: the sum of Entry.Size()).
+func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if lo <= s.truncIndex {
+		return nil, raft.ErrCompacted
+	}
+	if hi > s.last+1 {
+		return nil, errors.Wrapf(db.ErrInvalidArgument, "raftetcd: entries' hi(%d) is out of bound lastindex(%d)", hi, s.last)
+	}
+	if s.last == s.truncIndex {
+		return nil, raft.ErrUnavailable
+	}
+	if lo >= hi {
+		return nil, nil
+	}
+	return s.readEntries(lo, hi, maxSize)
+}
+
+// arenaSize bounds one payload arena of readEntries.
+const arenaSize = 64 << 10
+
+// readEntries scans [lo, hi), stopping before the entry that takes the total
+// past maxSize (always returning the first). Every index must be present.
+func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
+	lk := s.logKey(nil, lo)
+	hk := s.logKey(nil, hi)
+	it := s.d.NewIterator(&db.ReadOptions{LowerBound: lk, UpperBound: hk})
+	defer it.Close()
+	ents := make([]pb.Entry, 0, min(hi-lo, 256))
+	var arena []byte
+	var size uint64
+	next := lo
+	cut := false
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		idx, err := s.indexOf(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if idx != next {
+			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d missing (found %d)", next, idx)
+		}
+		v := it.Value()
+		// A marshalled entry's length is its Size().
+		size += uint64(len(v))
+		if len(ents) > 0 && size > maxSize {
+			cut = true
+			break
+		}
+		// Decode Data into one arena for the whole result, not one
+		// allocation per entry: Unmarshal appends the payload to
+		// e.Data[:0], which then has room (a value is longer than its
+		// payload), and the three-index slice keeps entries apart.
+		if len(arena)+len(v) > cap(arena) {
+			// Sized for the rest of the range at this entry's size.
+			arena = make([]byte, 0, max(len(v), int(min(arenaSize, maxSize, (hi-idx)*uint64(len(v))))))
+		}
+		var e pb.Entry
+		e.Data = arena[len(arena) : len(arena) : len(arena)+len(v)]
+		if err := e.Unmarshal(v); err != nil {
+			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", idx, err)
+		}
+		if len(e.Data) == 0 {
+			// Keep nil and empty apart as a fresh Unmarshal does.
+			e = pb.Entry{}
+			_ = e.Unmarshal(v)
+		} else {
+			arena = arena[:len(arena)+len(e.Data)]
+		}
+		if e.Index != idx {
+			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", idx, e.Index)
+		}
+		ents = append(ents, e)
+		next++
+	}
+	if err := it.Err(); err != nil {
+		return nil, errors.Wrapf(err, "raftetcd: reading entries %d-%d", lo, hi-1)
+	}
+	if !cut && next != hi {
+		return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d missing", next)
+	}
+	return ents, nil
+}
+
+// Term returns the term of entry i, from the term cache when it is recent.
+func (s *Storage) Term(i uint64) (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.term(i)
+}
+
+func (s *Storage) term(i uint64) (uint64, error) {
+	if i < s.truncIndex {
+		return 0, raft.ErrCompacted
+	}
+	if i == s.truncIndex {
+		return s.truncTerm, nil
+	}
+	if i > s.last {
+		return 0, raft.ErrUnavailable
+	}
+	if i >= s.termsLo && i-s.termsLo < uint64(len(s.terms)) {
+		return s.terms[i-s.termsLo], nil
+	}
+	ents, err := s.readEntries(i, i+1, ^uint64(0))
+	if err != nil {
+		return 0, err
+	}
+	return ents[0].Term, nil
+}
+
+// LastIndex returns the index of the last entry (the snapshot's index when
+// the log is empty).
+func (s *Storage) LastIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.last, nil
+}
+
+// FirstIndex returns the index of the first entry that may be read.
+func (s *Storage) FirstIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.truncIndex + 1, nil
+}
+
+// Snapshot returns the last snapshot saved by ApplySnapshot or
+// CreateSnapshot, read from the database.
+func (s *Storage) Snapshot() (pb.Snapshot, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var snap pb.Snapshot
+	v, err := s.d.Get(s.snapKey, nil)
+	if errors.Is(err, db.ErrNotFound) {
+		return snap, nil
+	}
+	if err != nil {
+		return snap, errors.Wrap(err, "raftetcd: reading snapshot")
+	}
+	if err := snap.Unmarshal(v); err != nil {
+		return snap, errors.Wrapf(db.ErrCorruption, "raftetcd: snapshot: %v", err)
+	}
+	return snap, nil
+}
+
+// SetHardState saves st, synced.
+func (s *Storage) SetHardState(st pb.HardState) error {
+	return s.SaveReady(st, nil, pb.Snapshot{}, true)
+}
+
+// Append appends entries, replacing any existing entries from the first
+// new index on (a conflicting tail), synced. Entries at or below the
+// truncated index are skipped, as MemoryStorage does.
+func (s *Storage) Append(entries []pb.Entry) error {
+	return s.SaveReady(pb.HardState{}, entries, pb.Snapshot{}, true)
+}
+
+// ApplySnapshot replaces the log with snap (the log becomes empty at
+// snap's index), synced. It returns raft.ErrSnapOutOfDate if snap is not
+// newer than the stored snapshot.
+func (s *Storage) ApplySnapshot(snap pb.Snapshot) error {
+	s.mu.RLock()
+	old := s.snapMeta.Index
+	s.mu.RUnlock()
+	if snap.Metadata.Index <= old {
+		// Also for an empty snapshot (index 0), as MemoryStorage.
+		return raft.ErrSnapOutOfDate
+	}
+	return s.SaveReady(pb.HardState{}, nil, snap, true)
+}
+
+// SaveReady makes a Ready durable: it applies snap if it is not empty,
+// then appends entries (cutting a conflicting tail) and saves hs if it is
+// not empty, all in one batch, synced when mustSync (Ready.MustSync).
+// Either all of it is in the database after a crash or none of it.
+func (s *Storage) SaveReady(hs pb.HardState, entries []pb.Entry, snap pb.Snapshot, mustSync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.batch
+	b.Reset()
+	defer b.Reset()
+	truncIndex, truncTerm, last := s.truncIndex, s.truncTerm, s.last
+	haveSnap := !raft.IsEmptySnap(snap)
+	// Size the buffer once: the batch may refer to it until Write returns.
+	n := 16
+	if haveSnap {
+		n += snap.Size()
+	}
+	if !raft.IsEmptyHardState(hs) {
+		n += hs.Size()
+	}
+	for i := range entries {
+		n += len(s.logLo) + 8 + entries[i].Size()
+	}
+	if cap(s.buf) < n {
+		s.buf = make([]byte, 0, n)
+	}
+	buf := s.buf[:0]
+	if haveSnap {
+		if snap.Metadata.Index <= s.snapMeta.Index {
+			return raft.ErrSnapOutOfDate
+		}
+		k := len(buf)
+		buf = buf[:k+snap.Size()]
+		if _, err := snap.MarshalTo(buf[k:]); err != nil {
+			return errors.Wrap(err, "raftetcd: encoding snapshot")
+		}
+		b.Put(s.snapKey, buf[k:])
+		truncIndex, truncTerm = snap.Metadata.Index, snap.Metadata.Term
+		last = truncIndex
+		b.DeleteRange(s.logLo, s.logHi)
+		k = len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, truncIndex)
+		buf = binary.BigEndian.AppendUint64(buf, truncTerm)
+		b.Put(s.truncK, buf[k:])
+	}
+	if len(entries) > 0 && entries[len(entries)-1].Index > truncIndex {
+		if entries[0].Index <= truncIndex {
+			entries = entries[truncIndex+1-entries[0].Index:]
+		}
+		first := entries[0].Index
+		if first > last+1 {
+			return errors.Wrapf(db.ErrInvalidArgument, "raftetcd: missing log entry [last: %d, append at: %d]", last, first)
+		}
+		for i := range entries {
+			e := &entries[i]
+			if e.Index != first+uint64(i) {
+				return errors.Wrapf(db.ErrInvalidArgument, "raftetcd: entries not contiguous at %d (index %d)", first+uint64(i), e.Index)
+			}
+			k := len(buf)
+			buf = s.logKey(buf, e.Index)
+			v := len(buf)
+			buf = buf[:v+e.Size()]
+			if _, err := e.MarshalTo(buf[v:]); err != nil {
+				return errors.Wrapf(err, "raftetcd: encoding entry %d", e.Index)
+			}
+			b.Put(buf[k:v], buf[v:])
+		}
+		newLast := entries[len(entries)-1].Index
+		if newLast < last {
+			// Cut the conflicting tail past the new entries.
+			b.DeleteRange(s.logKey(nil, newLast+1), s.logHi)
+		}
+		last = newLast
+	}
+	if !raft.IsEmptyHardState(hs) {
+		k := len(buf)
+		buf = buf[:k+hs.Size()]
+		if _, err := hs.MarshalTo(buf[k:]); err != nil {
+			return errors.Wrap(err, "raftetcd: encoding hard state")
+		}
+		b.Put(s.hsKey, buf[k:])
+	}
+	s.buf = buf[:0]
+	if b.Count() == 0 {
+		return nil
+	}
+	wo := syncWrite
+	if !mustSync {
+		wo = nil
+	}
+	if err := s.d.Write(b, wo); err != nil {
+		return errors.Wrapf(err, "raftetcd: saving ready (%d entries, last %d)", len(entries), last)
+	}
+	if haveSnap {
+		s.snapMeta = snap.Metadata
+		s.terms, s.termsLo = s.terms[:0], truncIndex+1
+	}
+	s.truncIndex, s.truncTerm = truncIndex, truncTerm
+	if len(entries) > 0 && entries[len(entries)-1].Index > truncIndex {
+		s.cacheTerms(entries)
+	}
+	s.last = last
+	if !raft.IsEmptyHardState(hs) {
+		s.hs = hs
+	}
+	return nil
+}
+
+// cacheTerms puts the terms of entries (just written, the new tail of the
+// log) into the term cache, dropping what they replaced and the oldest
+// terms past the cache's size.
+func (s *Storage) cacheTerms(entries []pb.Entry) {
+	if s.termsCap == 0 {
+		return
+	}
+	first := entries[0].Index
+	if len(s.terms) == 0 || first < s.termsLo || first > s.termsLo+uint64(len(s.terms)) {
+		s.terms, s.termsLo = s.terms[:0], first
+	} else {
+		s.terms = s.terms[:first-s.termsLo]
+	}
+	for i := range entries {
+		s.terms = append(s.terms, entries[i].Term)
+	}
+	if over := len(s.terms) - s.termsCap; over > 0 {
+		// Slide the window; append reallocates (copying only the window)
+		// once the front has eaten the capacity, amortised O(1).
+		s.terms = s.terms[over:]
+		s.termsLo += uint64(over)
+	}
+}
+
+// CreateSnapshot saves a snapshot at index i with the given ConfState (if
+// not nil; else the stored one) and data, synced, and returns it. The log
+// is left as it is: Compact removes entries. It returns
+// raft.ErrSnapOutOfDate if i is not past the stored snapshot.
+func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (pb.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i <= s.snapMeta.Index {
+		return pb.Snapshot{}, raft.ErrSnapOutOfDate
+	}
+	if i > s.last {
+		return pb.Snapshot{}, errors.Wrapf(db.ErrInvalidArgument, "raftetcd: snapshot %d is out of bound lastindex(%d)", i, s.last)
+	}
+	term, err := s.term(i)
+	if err != nil {
+		return pb.Snapshot{}, err
+	}
+	snap := pb.Snapshot{Data: data, Metadata: pb.SnapshotMetadata{Index: i, Term: term, ConfState: s.snapMeta.ConfState}}
+	if cs != nil {
+		snap.Metadata.ConfState = *cs
+	}
+	v, err := snap.Marshal()
+	if err != nil {
+		return pb.Snapshot{}, errors.Wrap(err, "raftetcd: encoding snapshot")
+	}
+	if err := s.d.Put(s.snapKey, v, syncWrite); err != nil {
+		return pb.Snapshot{}, errors.Wrapf(err, "raftetcd: saving snapshot %d", i)
+	}
+	s.snapMeta = snap.Metadata
+	return snap, nil
+}
+
+// Compact removes the entries up to compactIndex, which becomes the
+// truncated index (its term is kept), in one batch of a range deletion and
+// the truncated state. It returns raft.ErrCompacted if compactIndex is not
+// past the truncated index.
+func (s *Storage) Compact(compactIndex uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if compactIndex <= s.truncIndex {
+		return raft.ErrCompacted
+	}
+	if compactIndex > s.last {
+		return errors.Wrapf(db.ErrInvalidArgument, "raftetcd: compact %d is out of bound lastindex(%d)", compactIndex, s.last)
+	}
+	term, err := s.term(compactIndex)
+	if err != nil {
+		return err
+	}
+	b := s.batch
+	b.Reset()
+	defer b.Reset()
+	b.DeleteRange(s.logLo, s.logKey(nil, compactIndex+1))
+	var v [16]byte
+	binary.BigEndian.PutUint64(v[:], compactIndex)
+	binary.BigEndian.PutUint64(v[8:], term)
+	b.Put(s.truncK, v[:])
+	if err := s.d.Write(b, syncWrite); err != nil {
+		return errors.Wrapf(err, "raftetcd: compacting to %d", compactIndex)
+	}
+	s.truncIndex, s.truncTerm = compactIndex, term
+	if s.termsLo <= compactIndex {
+		drop := min(uint64(len(s.terms)), compactIndex+1-s.termsLo)
+		s.terms = s.terms[drop:]
+		s.termsLo += drop
+	}
+	return nil
+}
