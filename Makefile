@@ -4,7 +4,7 @@
 
 GO ?= go
 # Nested modules (each with its own go.mod, outside ./...).
-MODULES := raftstore scripts/benchchart scripts/peers
+MODULES := raftstore raftetcd scripts/benchchart scripts/peers
 # Packages with concurrent code, run under the race detector.
 RACE_PKGS := ./db/... ./internal/... ./table/... ./stress/...
 
@@ -37,6 +37,7 @@ lint:
 modules:
 	@set -e; for m in $(MODULES); do \
 		echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test ./...); done
+	cd raftetcd && $(GO) test -race -short ./...
 
 # Short stress runs: every mode for seconds (see docs/reliability.md for the
 # long ones).
