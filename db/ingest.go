@@ -14,14 +14,16 @@ import (
 )
 
 // IngestOptions configure DB.Ingest. The zero value (or nil) is the
-// default: copy the files (hard-linking when possible), flush a memtable
-// that overlaps them, verify every block before anything changes.
+// default: copy the files, flush a memtable that overlaps them, verify
+// every block before anything changes.
 type IngestOptions struct {
 	// Move hard-links each file into the database (copying it when a link
 	// is impossible, e.g. across devices) and, once the ingestion is
 	// durable, removes the caller's name for it: RocksDB's move_files.
-	// Without Move the caller's files are left as they were (a link is
-	// still used when possible: table files are never modified).
+	// Without Move each file is copied and the caller's files are left as
+	// they were, and stay the caller's: a link would let a caller that
+	// later rewrites the path (os.Create truncates) rewrite the database's
+	// table. RocksDB copies too when move_files is false.
 	Move bool
 	// NoBlockingFlush refuses the ingestion, with an error wrapping
 	// ErrInvalidArgument, when a memtable overlaps the files and would
@@ -93,7 +95,7 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 		}
 	}
 
-	err := d.linkIngestFiles(files)
+	err := d.linkIngestFiles(files, o.Move)
 	if err == nil {
 		err = d.exclusive(func() error { return d.ingestApply(files, &o) })
 	}
@@ -283,11 +285,11 @@ func (f *ingestFile) metadata(seq base.SeqNum) *version.FileMetadata {
 	return m
 }
 
-// linkIngestFiles gives each file a new file number and links (or copies)
-// it into the database directory, syncs it and then the directory. The
-// numbers are pending outputs, safe from the obsolete-file sweep, until
-// Ingest clears them.
-func (d *DB) linkIngestFiles(files []*ingestFile) error {
+// linkIngestFiles gives each file a new file number and copies it into the
+// database directory (with move, links it when possible), syncs it and
+// then the directory. The numbers are pending outputs, safe from the
+// obsolete-file sweep, until Ingest clears them.
+func (d *DB) linkIngestFiles(files []*ingestFile, move bool) error {
 	d.mu.Lock()
 	for _, f := range files {
 		f.fileNum = d.mu.versions.NextFileNum()
@@ -296,9 +298,15 @@ func (d *DB) linkIngestFiles(files []*ingestFile) error {
 	d.mu.Unlock()
 	for _, f := range files {
 		name := d.path(base.MakeFilename(base.FileKindTable, f.fileNum))
-		linked, err := vfs.LinkOrCopy(d.fs, f.path, name)
+		var linked bool
+		var err error
+		if move {
+			linked, err = vfs.LinkOrCopy(d.fs, f.path, name)
+		} else {
+			err = vfs.Copy(d.fs, f.path, name)
+		}
 		if err != nil {
-			return errors.Wrapf(err, "strata: Ingest: linking %s to %s", f.path, name)
+			return errors.Wrapf(err, "strata: Ingest: linking or copying %s to %s", f.path, name)
 		}
 		f.linked = true
 		if linked {
