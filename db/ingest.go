@@ -356,6 +356,14 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	if d.mu.closing {
 		return errors.Wrap(ErrClosed, "strata: database closed during Ingest")
 	}
+	// Every write acknowledged before the ingestion must be as durable as
+	// the sequence number the MANIFEST edit makes durable. The pipeline
+	// is drained: nothing is appended to the WAL until the edit is done.
+	if err := d.syncLogToEndLocked(); err != nil {
+		err = errors.Wrap(err, "strata: Ingest")
+		d.setBgErrLocked(err)
+		return err
+	}
 	// The levels are chosen from the Version the edit will apply to: wait
 	// out a MANIFEST write in progress (it releases d.mu), then keep d.mu
 	// until LogAndApply takes the writer role.
