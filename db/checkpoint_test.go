@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/internal/vfs"
-	"github.com/stratadb/strata/table"
 	"github.com/stratadb/strata/internal/vfs/errorfs"
+	"github.com/stratadb/strata/table"
 	"github.com/stretchr/testify/require"
 )
 
