@@ -384,7 +384,17 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	if testingIngestBeforeManifest != nil {
 		testingIngestBeforeManifest()
 	}
-	if err := d.mu.versions.LogAndApply(ve); err != nil {
+	// LogAndApply releases d.mu while it writes: until the edit is in the
+	// current version, the picker must treat the files' levels and ranges
+	// as in flight (see ingestingOverLocked).
+	for _, e := range ve.NewFiles {
+		d.comp.ingesting = append(d.comp.ingesting,
+			ingestRange{level: e.Level, smallest: e.Meta.Smallest.UserKey, largest: e.Meta.Largest.UserKey})
+	}
+	err := d.mu.versions.LogAndApply(ve)
+	d.comp.ingesting = d.comp.ingesting[:0]
+	d.mu.cond.Broadcast()
+	if err != nil {
 		// The edit may have reached the MANIFEST: the files must stay.
 		for _, f := range files {
 			f.linked = false
