@@ -352,7 +352,8 @@ func (d *DB) checkOpen() error {
 	return nil
 }
 
-// beginOp registers a manual operation (Flush, CompactRange, SetOptions)
+// beginOp registers a manual operation (Flush, CompactRange, SetOptions,
+// Ingest, Checkpoint)
 // that may write to the directory; Close waits for every registered one
 // before it releases the directory. Once Close has set closing, it refuses
 // with ErrClosed. Callers call endOp when done.
@@ -378,8 +379,8 @@ func (d *DB) endOp() { d.mu.bgWG.Done() }
 // Close returns ErrClosed.
 //
 // Guarantee: once Close returns, nothing of this DB touches the directory.
-// Background flushes and compactions, and Flush, CompactRange and SetOptions
-// calls running on other goroutines, either finish before Close returns or
+// Background flushes and compactions, and Flush, CompactRange, SetOptions,
+// Ingest and Checkpoint calls running on other goroutines, either finish before Close returns or
 // return ErrClosed without writing (see beginOp); writes in the commit
 // pipeline are drained first.
 func (d *DB) Close() error {

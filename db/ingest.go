@@ -79,6 +79,13 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 	if opts != nil {
 		o = *opts
 	}
+	// Registered with Close, which waits for the ingestion to end (it then
+	// fails with ErrClosed) before it releases the directory: the links,
+	// syncs and removals below never run after Close has returned.
+	if err := d.beginOp("Ingest"); err != nil {
+		return err
+	}
+	defer d.endOp()
 	files := make([]*ingestFile, len(paths))
 	for i, p := range paths {
 		f, err := d.inspectIngestFile(p, !o.SkipVerify)

@@ -74,3 +74,40 @@ func TestIngestRegistersInFlight(t *testing.T) {
 		require.Equal(t, want, string(v), k)
 	}
 }
+
+// TestIngestRegistersWithClose: Close waits for an Ingest under way, which
+// then fails with ErrClosed, so that once Close returns nothing touches the
+// directory. Before the fix Close returned (and released the LOCK) while
+// the Ingest was still to sync the directory and remove its linked file.
+func TestIngestRegistersWithClose(t *testing.T) {
+	mem := vfs.NewMem()
+	d, err := db.Open("/db", &db.Options{FS: mem, CreateIfMissing: true})
+	require.NoError(t, err)
+	writeExtFile(t, mem, "/ext.sst", []extOp{{key: "m", value: "ingested"}})
+
+	closeErr := make(chan error, 1)
+	var closedDuringIngest bool
+	db.SetIngestHooks(func(uint64) {
+		go func() { closeErr <- d.Close() }()
+		// Close must wait for this Ingest: if it returns within the guard,
+		// it did not (a guard against a hang, not a timing the pass needs).
+		select {
+		case err := <-closeErr:
+			closedDuringIngest = true
+			closeErr <- err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}, nil)
+	defer db.SetIngestHooks(nil, nil)
+	ingestErr := d.Ingest([]string{"/ext.sst"}, nil)
+	require.NoError(t, <-closeErr)
+	require.False(t, closedDuringIngest, "Close returned while an Ingest was running")
+	require.ErrorIs(t, ingestErr, db.ErrClosed)
+
+	// The Ingest removed the file it linked before Close returned.
+	d, err = db.Open("/db", &db.Options{FS: mem})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	_, err = d.Get([]byte("m"), nil)
+	require.ErrorIs(t, err, db.ErrNotFound)
+}
