@@ -39,7 +39,8 @@ type IngestOptions struct {
 
 // ingestFile is one file being ingested.
 type ingestFile struct {
-	path    string
+	name    string // as the caller gave it
+	path    string // name with its symlinks resolved: the file read and linked
 	size    uint64
 	fileNum uint64 // in the database, once assigned
 	linked  bool   // created in the database directory (to remove on failure)
@@ -88,17 +89,25 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 	defer d.endOp()
 	files := make([]*ingestFile, len(paths))
 	for i, p := range paths {
-		f, err := d.inspectIngestFile(p, !o.SkipVerify)
+		// The file a symlink names, not the symlink: with Move the table
+		// is a hard link, and one to a symlink would break (the database
+		// no longer opens) once the caller removes what it points to.
+		rp, err := vfs.Resolve(d.fs, p)
+		if err != nil {
+			return errors.Wrapf(err, "strata: Ingest: resolving %s", p)
+		}
+		f, err := d.inspectIngestFile(rp, !o.SkipVerify)
 		if err != nil {
 			return err
 		}
+		f.name = p
 		files[i] = f
 	}
 	sort.Slice(files, func(i, j int) bool { return bytes.Compare(files[i].smallest, files[j].smallest) < 0 })
 	for i := 1; i < len(files); i++ {
 		if files[i-1].overlaps(files[i].smallest, files[i].largest) {
 			return errors.Wrapf(ErrInvalidArgument, "strata: Ingest: files %s and %s overlap",
-				files[i-1].path, files[i].path)
+				files[i-1].name, files[i].name)
 		}
 	}
 
@@ -122,8 +131,13 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 	if o.Move {
 		for _, f := range files {
 			// The database holds its own link; failing to remove the
-			// caller's is not an error of the ingestion.
+			// caller's is not an error of the ingestion. Through a
+			// symlink, the file's name goes (it may be a second name of
+			// the table, which the caller must not keep) and the symlink.
 			_ = d.fs.Remove(f.path)
+			if f.name != f.path {
+				_ = d.fs.Remove(f.name)
+			}
 		}
 	}
 	return nil
