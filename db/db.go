@@ -353,10 +353,9 @@ func (d *DB) checkOpen() error {
 }
 
 // beginOp registers a manual operation (Flush, CompactRange, SetOptions,
-// Ingest, Checkpoint)
-// that may write to the directory; Close waits for every registered one
-// before it releases the directory. Once Close has set closing, it refuses
-// with ErrClosed. Callers call endOp when done.
+// Ingest, Checkpoint) that may write to the directory; Close waits for
+// every registered one before it releases the directory. Once Close has
+// set closing, it refuses with ErrClosed. Callers call endOp when done.
 //
 // Registration joins d.mu.bgWG under d.mu, as background flushes and
 // compactions do, and Close sets closing under d.mu before it waits: every
