@@ -20,6 +20,10 @@ const checkpointTempSuffix = ".tmp"
 // pinned the version it copies and before it links the first table.
 var testingCheckpointPinned func()
 
+// testingCheckpointFlushed, when set by a test, runs after Checkpoint's
+// flush and before it pins the version.
+var testingCheckpointFlushed func()
+
 // Checkpoint makes a consistent, openable copy of the database in dir, which
 // must not exist yet (ErrInvalidArgument otherwise) and must be on the same
 // file system as the database for table files to be shared.
@@ -66,27 +70,58 @@ func (d *DB) Checkpoint(dir string) (err error) {
 			return errors.Wrap(err, "strata: Checkpoint: flushing the memtable")
 		}
 	}
+	if testingCheckpointFlushed != nil {
+		testingCheckpointFlushed()
+	}
 	if err := d.beginOp("Checkpoint"); err != nil {
 		return err
 	}
 	defer d.endOp()
 
-	d.mu.Lock()
-	if err := d.mu.bgErr; err != nil {
-		d.mu.Unlock()
+	var (
+		v       *version.Version
+		st      version.SnapshotState
+		nextNum uint64
+		options []byte
+	)
+	pin := func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err := d.mu.bgErr; err != nil {
+			return err
+		}
+		if !d.opts.ReadOnly && d.ingestionOvertookMemtablesLocked() {
+			// An ingestion after the flush made a table newer than
+			// writes still in a memtable: pinned now, the checkpoint
+			// would hold the ingestion without the writes before it.
+			// With the pipeline drained (the caller), nothing can come
+			// between this flush and the pin.
+			if err := d.flushAllLocked(); err != nil {
+				return errors.Wrap(err, "strata: Checkpoint: flushing the memtable")
+			}
+		}
+		vs := d.mu.versions
+		v = vs.Current()
+		v.Ref()
+		st = version.SnapshotState{
+			LogNumber:     vs.LogNumber(),
+			PrevLogNumber: vs.PrevLogNumber(),
+			LastSequence:  vs.LastSeq(),
+		}
+		nextNum = vs.PeekNextFileNum()
+		options = optionsfile.Render(d.optionsEntries())
+		return nil
+	}
+	if d.opts.ReadOnly {
+		err = pin()
+	} else {
+		// Pinned with the commit pipeline drained: no write or ingestion
+		// runs between the check above and the pin.
+		err = d.exclusive(pin)
+	}
+	if err != nil {
 		return err
 	}
-	vs := d.mu.versions
-	v := vs.Current()
-	v.Ref()
-	st := version.SnapshotState{
-		LogNumber:     vs.LogNumber(),
-		PrevLogNumber: vs.PrevLogNumber(),
-		LastSequence:  vs.LastSeq(),
-	}
-	nextNum := vs.PeekNextFileNum()
-	options := optionsfile.Render(d.optionsEntries())
-	d.mu.Unlock()
 	// Tables v alone keeps become obsolete at the next flush, compaction or
 	// Close, as for any released version.
 	defer d.unrefVersion(v)
@@ -163,6 +198,31 @@ func (d *DB) Checkpoint(dir string) (err error) {
 		return errors.Wrapf(err, "strata: Checkpoint: renaming %s to %s", tmp, dir)
 	}
 	return syncDirPath(d.fs, filepath.Dir(dir))
+}
+
+// ingestionOvertookMemtablesLocked reports whether a table of the current
+// version holds a sequence number above the smallest one in a memtable.
+// Flushes write memtables oldest first, so only an ingestion (which takes
+// a sequence number above every write before it, without flushing
+// memtables it does not overlap) can make one. d.mu must be held.
+func (d *DB) ingestionOvertookMemtablesLocked() bool {
+	var memLo base.SeqNum
+	for _, m := range append([]*memTable{d.mu.mem}, d.mu.imm...) {
+		if lo, _ := m.SeqNumRange(); lo != 0 && (memLo == 0 || lo < memLo) {
+			memLo = lo
+		}
+	}
+	if memLo == 0 {
+		return false
+	}
+	for _, files := range d.mu.versions.Current().Levels {
+		for _, f := range files {
+			if f.LargestSeq >= memLo {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // copyFile copies size bytes of src (all of it when size < 0) into a new

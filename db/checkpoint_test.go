@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/internal/vfs/errorfs"
+	"github.com/stratadb/strata/table"
 	"github.com/stretchr/testify/require"
 )
 
@@ -350,4 +351,51 @@ func containsCk(path string) bool {
 		}
 	}
 	return false
+}
+
+// TestCheckpointPrefixWithIngestAfterFlush: a Put and then an Ingest land
+// between Checkpoint's flush and its version pin. The checkpoint holds the
+// ingested table, so it must hold the Put made before it too: a prefix of
+// the acknowledged writes. Before the fix it held the ingestion only (the
+// Put was in the source's memtable, which a checkpoint does not copy).
+func TestCheckpointPrefixWithIngestAfterFlush(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("/db", &Options{FS: fs, CreateIfMissing: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	require.NoError(t, d.Put([]byte("b"), []byte("before"), nil))
+	f, err := fs.Create("/ext.sst")
+	require.NoError(t, err)
+	w := table.NewExternalWriter(f, table.ExternalWriterOptions{})
+	require.NoError(t, w.Put([]byte("z"), []byte("ingested")))
+	_, err = w.Finish()
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+
+	var hookErr error
+	testingCheckpointFlushed = func() {
+		testingCheckpointFlushed = nil
+		hookErr = d.Put([]byte("a"), []byte("put"), nil)
+		if hookErr == nil {
+			hookErr = d.Ingest([]string{"/ext.sst"}, nil)
+		}
+	}
+	defer func() { testingCheckpointFlushed = nil }()
+	require.NoError(t, d.Checkpoint("/ck"))
+	require.NoError(t, hookErr)
+
+	c, err := Open("/ck", &Options{FS: fs})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	v, err := c.Get([]byte("b"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "before", string(v))
+	if _, err := c.Get([]byte("z"), nil); err == nil {
+		v, err := c.Get([]byte("a"), nil)
+		require.NoError(t, err, "the checkpoint holds the ingestion but not the Put before it")
+		require.Equal(t, "put", string(v))
+	} else {
+		require.ErrorIs(t, err, ErrNotFound)
+	}
 }

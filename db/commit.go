@@ -427,6 +427,34 @@ func (d *DB) syncLogLocked() error {
 	return c.syncLogSyncMuLocked(d.mu.log.file)
 }
 
+// syncLogToEndLocked makes every WAL record appended so far durable. An
+// operation that makes a sequence number durable other than through the
+// WAL (an ingestion's MANIFEST edit) calls it first: otherwise a power loss
+// could keep that later sequence number and lose an earlier acknowledged
+// Sync=false write, which is no prefix of the acknowledged writes. It
+// syncs nothing when every appended byte is already durable, and fails
+// when an earlier sync of the WAL did (syncLogSyncMuLocked). d.mu must be
+// held, with the commit pipeline drained (so nothing is appended meanwhile).
+func (d *DB) syncLogToEndLocked() error {
+	if d.mu.log.file == nil {
+		return nil
+	}
+	if err := d.mu.log.writer.Flush(); err != nil {
+		return errors.Wrapf(err, "strata: writing WAL %06d.log", d.mu.log.num)
+	}
+	c := &d.commit
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if c.syncErr == nil && c.synced >= c.walBytes.Load() {
+		return nil
+	}
+	if err := c.syncLogSyncMuLocked(d.mu.log.file); err != nil {
+		return errors.Wrapf(err, "strata: syncing WAL %06d.log", d.mu.log.num)
+	}
+	d.stats.walSyncs.Add(1)
+	return nil
+}
+
 // writerRing is a FIFO of writers with one pusher at a time (under
 // commitPipeline.mu) and one popper at a time (under pubMu), which do not
 // lock each other out: a push publishes its slot before the tail, and a

@@ -49,6 +49,11 @@ type compactionState struct {
 	// order: len(inflight) is the number running. Their input files are
 	// marked Compacting.
 	inflight []*compaction
+	// ingesting are the levels and user-key ranges of the files of the
+	// ingestion whose MANIFEST edit is being written (DB.mu is released
+	// then). The picker treats them as in flight: a compaction planned
+	// against the version without them would write into their range.
+	ingesting []ingestRange
 	// manual counts CompactRange calls under way; while it is positive no
 	// automatic compaction starts.
 	manual int
@@ -201,7 +206,7 @@ func (d *DB) pickAutoLocked() *compaction {
 				return true
 			}
 		}
-		return false
+		return d.ingestingOverLocked(level, smallest, largest)
 	}
 	o := d.pickerOptions()
 	p := v.PickLeveled(o, busy, &d.comp.cursor)
@@ -215,6 +220,28 @@ func (d *DB) pickAutoLocked() *compaction {
 		d.comp.cursor[p.StartLevel] = append([]byte(nil), p.Inputs[0][len(p.Inputs[0])-1].Largest.UserKey...)
 	}
 	return d.newCompaction(v, p, false)
+}
+
+// ingestRange is the level and user-key range of a file being ingested.
+type ingestRange struct {
+	level             int
+	smallest, largest []byte
+}
+
+// ingestingOverLocked reports whether an ingestion whose MANIFEST edit is
+// in progress places a file at level or deeper over a range intersecting
+// [smallest, largest]. A compaction into the file's own level would
+// overlap it; one into a level above it is refused too, mirroring
+// ingestLevelLocked (nothing above an ingested file overlaps it when it is
+// placed). d.mu must be held.
+func (d *DB) ingestingOverLocked(level int, smallest, largest []byte) bool {
+	for _, r := range d.comp.ingesting {
+		if r.level >= level && bytes.Compare(smallest, r.largest) <= 0 &&
+			bytes.Compare(r.smallest, largest) <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pickSeekLocked picks the read-triggered compaction of the seek
@@ -455,6 +482,17 @@ func (d *DB) CompactRange(start, end []byte) error {
 	}
 	deepest := d.mu.versions.Current().DeepestOverlapping(start, end)
 	for level := 0; level < max(deepest, 1); level++ {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		if d.mu.closing {
+			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
+		}
+		// A MANIFEST edit of an ingestion in progress (DB.mu released)
+		// adds files the current version lacks: plan after it.
+		for len(d.comp.ingesting) > 0 && !d.mu.closing && d.mu.bgErr == nil {
+			d.mu.cond.Wait()
+		}
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}

@@ -216,10 +216,10 @@ func (d *DB) checkOpen() error {
 	return nil
 }
 
-// beginOp registers a manual operation (Flush, CompactRange, SetOptions)
-// that may write to the directory; Close waits for every registered one
-// before it releases the directory. Once Close has set closing, it refuses
-// with ErrClosed. Callers call endOp when done.
+// beginOp registers a manual operation (Flush, CompactRange, SetOptions,
+// Ingest, Checkpoint) that may write to the directory; Close waits for
+// every registered one before it releases the directory. Once Close has
+// set closing, it refuses with ErrClosed. Callers call endOp when done.
 //
 // Registration joins d.mu.bgWG under d.mu, as background flushes and
 // compactions do, and Close sets closing under d.mu before it waits: every
@@ -242,11 +242,11 @@ func (d *DB) endOp() { d.mu.bgWG.Done() }
 // Close returns ErrClosed.
 //
 // Guarantee: once Close returns, nothing of this DB touches the directory.
-// Background flushes and compactions, and Flush, CompactRange and SetOptions
-// calls running on other goroutines, either finish before Close returns or
-// return ErrClosed without writing; writes in progress finish first.
-// Iterators and snapshots still open stop working (ErrClosed) and are
-// reported in the LOG.
+// Background flushes and compactions, and Flush, CompactRange, SetOptions,
+// Ingest and Checkpoint calls running on other goroutines, either finish
+// before Close returns or return ErrClosed without writing; writes in
+// progress finish first. Iterators and snapshots still open stop working
+// (ErrClosed) and are reported in the LOG.
 func (d *DB) Close() error {
 	// Manual operations register with beginOp, so the wait for d.mu.bgWG
 	// below covers them.

@@ -424,3 +424,35 @@ func TestCloseAfterBackgroundErrorReportsUnflushedWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 }
+
+// An ingestion is a write after every write acknowledged before it: a crash
+// that keeps the ingestion keeps them too, Sync=false or not. Before the fix
+// Ingest made its sequence number durable in the MANIFEST without syncing
+// the WAL, and a power loss kept the ingested file but lost the earlier Put.
+func TestPowerLossIngestAfterUnsyncedPut(t *testing.T) {
+	for _, syscalls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("WALWriteSyscalls=%v", syscalls), func(t *testing.T) {
+			fs := vfs.NewMem()
+			d, err := db.Open("/db", &db.Options{FS: fs, CreateIfMissing: true, WALWriteSyscalls: syscalls})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, d.Close()) }()
+			require.NoError(t, d.Put([]byte("a"), []byte("put"), nil))
+			writeExtFile(t, fs, "/ext.sst", []extOp{{key: "z", value: "ingested"}})
+			require.NoError(t, d.Ingest([]string{"/ext.sst"}, nil))
+
+			c, err := db.Open("/db", &db.Options{FS: fs.CrashClone()})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, c.Close()) }()
+			_, zerr := c.Get([]byte("z"), nil)
+			if zerr == nil {
+				v, err := c.Get([]byte("a"), nil)
+				require.NoError(t, err, "the ingestion survived the power loss, the Put before it did not")
+				require.Equal(t, "put", string(v))
+			} else {
+				require.ErrorIs(t, zerr, db.ErrNotFound)
+			}
+			// The ingestion returned: it must have survived.
+			require.NoError(t, zerr)
+		})
+	}
+}

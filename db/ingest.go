@@ -14,14 +14,16 @@ import (
 )
 
 // IngestOptions configure DB.Ingest. The zero value (or nil) is the
-// default: copy the files (hard-linking when possible), flush a memtable
-// that overlaps them, verify every block before anything changes.
+// default: copy the files, flush a memtable that overlaps them, verify
+// every block before anything changes.
 type IngestOptions struct {
 	// Move hard-links each file into the database (copying it when a link
 	// is impossible, e.g. across devices) and, once the ingestion is
 	// durable, removes the caller's name for it: RocksDB's move_files.
-	// Without Move the caller's files are left as they were (a link is
-	// still used when possible: table files are never modified).
+	// Without Move each file is copied and the caller's files are left as
+	// they were, and stay the caller's: a link would let a caller that
+	// later rewrites the path (os.Create truncates) rewrite the database's
+	// table. RocksDB copies too when move_files is false.
 	Move bool
 	// NoBlockingFlush refuses the ingestion, with an error wrapping
 	// ErrInvalidArgument, when a memtable overlaps the files and would
@@ -37,7 +39,8 @@ type IngestOptions struct {
 
 // ingestFile is one file being ingested.
 type ingestFile struct {
-	path    string
+	name    string // as the caller gave it
+	path    string // name with its symlinks resolved: the file read and linked
 	size    uint64
 	fileNum uint64 // in the database, once assigned
 	linked  bool   // created in the database directory (to remove on failure)
@@ -77,23 +80,38 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 	if opts != nil {
 		o = *opts
 	}
+	// Registered with Close, which waits for the ingestion to end (it then
+	// fails with ErrClosed) before it releases the directory: the links,
+	// syncs and removals below never run after Close has returned.
+	if err := d.beginOp("Ingest"); err != nil {
+		return err
+	}
+	defer d.endOp()
 	files := make([]*ingestFile, len(paths))
 	for i, p := range paths {
-		f, err := d.inspectIngestFile(p, !o.SkipVerify)
+		// The file a symlink names, not the symlink: with Move the table
+		// is a hard link, and one to a symlink would break (the database
+		// no longer opens) once the caller removes what it points to.
+		rp, err := vfs.Resolve(d.fs, p)
+		if err != nil {
+			return errors.Wrapf(err, "strata: Ingest: resolving %s", p)
+		}
+		f, err := d.inspectIngestFile(rp, !o.SkipVerify)
 		if err != nil {
 			return err
 		}
+		f.name = p
 		files[i] = f
 	}
 	sort.Slice(files, func(i, j int) bool { return bytes.Compare(files[i].smallest, files[j].smallest) < 0 })
 	for i := 1; i < len(files); i++ {
 		if files[i-1].overlaps(files[i].smallest, files[i].largest) {
 			return errors.Wrapf(ErrInvalidArgument, "strata: Ingest: files %s and %s overlap",
-				files[i-1].path, files[i].path)
+				files[i-1].name, files[i].name)
 		}
 	}
 
-	err := d.linkIngestFiles(files)
+	err := d.linkIngestFiles(files, o.Move)
 	if err == nil {
 		err = d.exclusive(func() error { return d.ingestApply(files, &o) })
 	}
@@ -113,8 +131,13 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 	if o.Move {
 		for _, f := range files {
 			// The database holds its own link; failing to remove the
-			// caller's is not an error of the ingestion.
+			// caller's is not an error of the ingestion. Through a
+			// symlink, the file's name goes (it may be a second name of
+			// the table, which the caller must not keep) and the symlink.
 			_ = d.fs.Remove(f.path)
+			if f.name != f.path {
+				_ = d.fs.Remove(f.name)
+			}
 		}
 	}
 	return nil
@@ -283,11 +306,11 @@ func (f *ingestFile) metadata(seq base.SeqNum) *version.FileMetadata {
 	return m
 }
 
-// linkIngestFiles gives each file a new file number and links (or copies)
-// it into the database directory, syncs it and then the directory. The
-// numbers are pending outputs, safe from the obsolete-file sweep, until
-// Ingest clears them.
-func (d *DB) linkIngestFiles(files []*ingestFile) error {
+// linkIngestFiles gives each file a new file number and copies it into the
+// database directory (with move, links it when possible), syncs it and
+// then the directory. The numbers are pending outputs, safe from the
+// obsolete-file sweep, until Ingest clears them.
+func (d *DB) linkIngestFiles(files []*ingestFile, move bool) error {
 	d.mu.Lock()
 	for _, f := range files {
 		f.fileNum = d.mu.versions.NextFileNum()
@@ -296,9 +319,15 @@ func (d *DB) linkIngestFiles(files []*ingestFile) error {
 	d.mu.Unlock()
 	for _, f := range files {
 		name := d.path(base.MakeFilename(base.FileKindTable, f.fileNum))
-		linked, err := vfs.LinkOrCopy(d.fs, f.path, name)
+		var linked bool
+		var err error
+		if move {
+			linked, err = vfs.LinkOrCopy(d.fs, f.path, name)
+		} else {
+			err = vfs.Copy(d.fs, f.path, name)
+		}
 		if err != nil {
-			return errors.Wrapf(err, "strata: Ingest: linking %s to %s", f.path, name)
+			return errors.Wrapf(err, "strata: Ingest: linking or copying %s to %s", f.path, name)
 		}
 		f.linked = true
 		if linked {
@@ -348,6 +377,14 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	if d.mu.closing {
 		return errors.Wrap(ErrClosed, "strata: database closed during Ingest")
 	}
+	// Every write acknowledged before the ingestion must be as durable as
+	// the sequence number the MANIFEST edit makes durable. The pipeline
+	// is drained: nothing is appended to the WAL until the edit is done.
+	if err := d.syncLogToEndLocked(); err != nil {
+		err = errors.Wrap(err, "strata: Ingest")
+		d.setBgErrLocked(err)
+		return err
+	}
 	// The levels are chosen from the Version the edit will apply to: wait
 	// out a MANIFEST write in progress (it releases d.mu), then keep d.mu
 	// until LogAndApply takes the writer role.
@@ -368,7 +405,17 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	if testingIngestBeforeManifest != nil {
 		testingIngestBeforeManifest()
 	}
-	if err := d.mu.versions.LogAndApply(ve); err != nil {
+	// LogAndApply releases d.mu while it writes: until the edit is in the
+	// current version, the picker must treat the files' levels and ranges
+	// as in flight (see ingestingOverLocked).
+	for _, e := range ve.NewFiles {
+		d.comp.ingesting = append(d.comp.ingesting,
+			ingestRange{level: e.Level, smallest: e.Meta.Smallest.UserKey, largest: e.Meta.Largest.UserKey})
+	}
+	err := d.mu.versions.LogAndApply(ve)
+	d.comp.ingesting = d.comp.ingesting[:0]
+	d.mu.cond.Broadcast()
+	if err != nil {
 		// The edit may have reached the MANIFEST: the files must stay.
 		for _, f := range files {
 			f.linked = false

@@ -545,3 +545,79 @@ func TestIngestConcurrentWrites(t *testing.T) {
 	}
 	require.NoError(t, d.Close())
 }
+
+// Without Move the caller's file stays the caller's: a loader that writes
+// the next batch to the same path after the ingestion (os.Create truncates
+// it) must not change the database's table. Before the fix the table was a
+// hard link to that path: reopening failed on its size, or Get returned a
+// value never ingested.
+func TestIngestCopyIndependentOfSource(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db")
+	d, err := db.Open(path, &db.Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	src := filepath.Join(dir, "bulk.sst")
+	var first, second []extOp
+	for i := 0; i < 200; i++ {
+		k := fmt.Sprintf("k%04d", i)
+		first = append(first, extOp{key: k, value: "first-" + k})
+		second = append(second, extOp{key: k, value: "later-" + k})
+	}
+	writeExtFile(t, vfs.Default, src, first)
+	require.NoError(t, d.Ingest([]string{src}, nil))
+	// The next batch, same path, same size (values of the same length).
+	writeExtFile(t, vfs.Default, src, second)
+	require.NoError(t, d.Close())
+
+	d, err = db.Open(path, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	for _, op := range first {
+		v, err := d.Get([]byte(op.key), nil)
+		require.NoError(t, err, op.key)
+		require.Equal(t, op.value, string(v), op.key)
+	}
+	// And a shorter rewrite of the path does not matter either.
+	writeExtFile(t, vfs.Default, src, first[:1])
+	v, err := d.Get([]byte("k0199"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "first-k0199", string(v))
+}
+
+// An ingestion through a symlink takes the file it points to: the table is
+// never a link to the caller's symlink. Before the fix, with Move, link(2)
+// linked the symlink itself, and once the caller removed its staging
+// directory the database no longer opened.
+func TestIngestThroughSymlink(t *testing.T) {
+	for _, move := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Move=%v", move), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "db")
+			d, err := db.Open(path, &db.Options{CreateIfMissing: true})
+			require.NoError(t, err)
+			staging := filepath.Join(dir, "staging")
+			require.NoError(t, os.Mkdir(staging, 0o755))
+			writeExtFile(t, vfs.Default, filepath.Join(staging, "bulk.sst"), []extOp{{key: "k", value: "ingested"}})
+			link := filepath.Join(dir, "link.sst")
+			require.NoError(t, os.Symlink(filepath.Join(staging, "bulk.sst"), link))
+			require.NoError(t, d.Ingest([]string{link}, &db.IngestOptions{Move: move}))
+			require.NoError(t, d.Close())
+			if move {
+				_, err := os.Lstat(filepath.Join(staging, "bulk.sst"))
+				require.True(t, os.IsNotExist(err), "Move leaves the caller a name for the table: %v", err)
+				_, err = os.Lstat(link)
+				require.True(t, os.IsNotExist(err), "Move leaves the caller's symlink: %v", err)
+			} else {
+				require.NoError(t, os.Remove(link))
+			}
+			require.NoError(t, os.RemoveAll(staging))
+
+			d, err = db.Open(path, nil)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, d.Close()) }()
+			v, err := d.Get([]byte("k"), nil)
+			require.NoError(t, err)
+			require.Equal(t, "ingested", string(v))
+		})
+	}
+}

@@ -3,6 +3,7 @@ package vfs
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/cockroachdb/errors"
@@ -103,3 +104,26 @@ func Copy(fs FS, oldname, newname string) (err error) {
 	}
 	return dst.Close()
 }
+
+// Resolver is implemented by file systems with symbolic links: an optional
+// extension of FS, used through the package function Resolve.
+type Resolver interface {
+	// EvalSymlinks returns name with every symbolic link in it resolved.
+	EvalSymlinks(name string) (string, error)
+}
+
+// Resolve returns name with its symbolic links resolved when fs has any
+// (implements Resolver), and name itself otherwise. A hard link made to a
+// resolved name is a second name of the file, never of a symlink to it.
+func Resolve(fs FS, name string) (string, error) {
+	r, ok := fs.(Resolver)
+	if !ok {
+		return name, nil
+	}
+	return r.EvalSymlinks(name)
+}
+
+var _ Resolver = diskFS{}
+
+// EvalSymlinks implements Resolver with filepath.EvalSymlinks.
+func (diskFS) EvalSymlinks(name string) (string, error) { return filepath.EvalSymlinks(name) }
