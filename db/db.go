@@ -255,6 +255,12 @@ func (d *DB) Close() error {
 	}
 	var err error
 	if !d.opts.ReadOnly {
+		// A writer stalled in makeRoomForWriteLocked holds the commit lock
+		// that drain needs: wake it, and it returns ErrClosed now that
+		// closed is set.
+		d.mu.Lock()
+		d.mu.cond.Broadcast()
+		d.mu.Unlock()
 		// Flush under the closed flag: new writes are refused, writers in
 		// the pipeline finish first.
 		d.commit.drain()

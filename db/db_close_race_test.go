@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
@@ -221,4 +222,66 @@ func TestCloseWaitsForManualWork(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, d.Close())
 	}
+}
+
+// gatedFS holds every table creation until gate is closed, so that a
+// flush cannot finish.
+type gatedFS struct {
+	vfs.FS
+	gate    chan struct{}
+	waiting atomic.Int32
+}
+
+func (g *gatedFS) Create(name string) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") {
+		g.waiting.Add(1)
+		<-g.gate
+	}
+	return g.FS.Create(name)
+}
+
+// TestCloseEndsWriteStall: a writer stalled because every memtable is full
+// (the flush cannot finish) holds the commit lock that Close needs to drain
+// the pipeline; Close wakes it and it returns ErrClosed, instead of Close
+// waiting behind it until the stall ends on its own.
+func TestCloseEndsWriteStall(t *testing.T) {
+	fs := &gatedFS{FS: vfs.NewMem(), gate: make(chan struct{})}
+	stalled := make(chan struct{}, 1)
+	d, err := db.Open("/db", &db.Options{FS: fs, CreateIfMissing: true, WriteBufferSize: 64 << 10,
+		EventListener: &db.EventListener{WriteStallBegin: func(db.WriteStallBeginInfo) {
+			select {
+			case stalled <- struct{}{}:
+			default:
+			}
+		}}})
+	require.NoError(t, err)
+	value := make([]byte, 1024)
+	putErr := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if err := d.Put([]byte(fmt.Sprintf("k%06d", i)), value, nil); err != nil {
+				putErr <- err
+				return
+			}
+		}
+	}()
+	// Wait until the writer is stalled behind the held flush.
+	select {
+	case <-stalled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer never stalled")
+	}
+	for fs.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond) // the flush reaches its table's creation
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	var stalledErr error
+	select {
+	case stalledErr = <-putErr:
+	case <-time.After(5 * time.Second):
+	}
+	close(fs.gate) // let the flush, and so Close, finish either way
+	require.NoError(t, <-closed)
+	require.ErrorIs(t, stalledErr, db.ErrClosed, "the stalled writer did not return when Close began")
 }

@@ -113,13 +113,28 @@ func (d *DB) openWALLocked(logNum uint64) error {
 	if d.opts.WALWriteSyscalls {
 		create = vfs.FS.Create
 	}
+	// A rotation that cannot make its new WAL fails the write that needed
+	// it, and every later one: the failure is the background error (as
+	// RocksDB's SwitchMemtable makes it), so that writes fail with it and
+	// strata.background-error and the BackgroundError event report it,
+	// instead of each write retrying and failing on its own with nothing
+	// reported. At Open there is no old WAL: the error fails the Open.
+	rotating := d.mu.log.file != nil
+	fail := func(err error) error {
+		if rotating {
+			d.setBgErrLocked(err)
+			d.mu.cond.Broadcast()
+		}
+		return err
+	}
 	f, err := create(d.fs, name)
 	if err != nil {
-		return errors.Wrapf(err, "strata: creating WAL %s", name)
+		return fail(errors.Wrapf(err, "strata: creating WAL %s", name))
 	}
 	if err := d.syncDir(); err != nil {
 		f.Close()
-		return err
+		_ = d.fs.Remove(name)
+		return fail(err)
 	}
 	killpoint.Maybe("wal.rotate")
 	if old := d.mu.log.file; old != nil {
@@ -137,14 +152,12 @@ func (d *DB) openWALLocked(logNum uint64) error {
 		if err != nil {
 			f.Close()
 			_ = d.fs.Remove(name)
-			err = errors.Wrapf(err, "strata: syncing WAL %06d.log before replacing it", d.mu.log.num)
-			d.setBgErrLocked(err)
-			d.mu.cond.Broadcast()
-			return err
+			return fail(errors.Wrapf(err, "strata: syncing WAL %06d.log before replacing it", d.mu.log.num))
 		}
 		if err := old.Close(); err != nil {
 			f.Close()
-			return errors.Wrapf(err, "strata: closing WAL %06d.log", d.mu.log.num)
+			_ = d.fs.Remove(name)
+			return fail(errors.Wrapf(err, "strata: closing WAL %06d.log", d.mu.log.num))
 		}
 	}
 	d.mu.log.num = logNum

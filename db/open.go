@@ -257,8 +257,23 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	}
 	d.mu.mem = mem
 	killpoint.Maybe("open.before_wal_replay")
+	// The last WAL, whose torn tail is what a crash leaves, is the newest
+	// one that holds a record: newer ones that hold none (created, or
+	// preallocated, before a crash or a failed Open wrote to them) say
+	// nothing about whether the older one's tail was synced.
+	lastIdx := len(toReplay) - 1
+	for lastIdx > 0 {
+		held, err := d.walHoldsRecord(toReplay[lastIdx])
+		if err != nil {
+			return err
+		}
+		if held {
+			break
+		}
+		lastIdx--
+	}
 	for i, n := range toReplay {
-		stop, err := d.replayWALLocked(n, i == len(toReplay)-1)
+		stop, err := d.replayWALLocked(n, i >= lastIdx)
 		if err != nil {
 			return err
 		}
@@ -295,18 +310,25 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 	}
 	d.mu.imm = nil
 	d.mu.mem = nil
-	if err := d.openWALLocked(newLog); err != nil {
-		return err
-	}
-	if d.mu.mem, err = d.newMemTable(newLog, 0, d.nextMemTableSizeLocked()); err != nil {
-		return err
-	}
+	// The edit is durable before the new WAL exists, as in RocksDB (which
+	// records the recovered WALs as flushed before DB::Open creates the
+	// next one). An Open that fails later, creating the WAL or writing its
+	// first bytes on a full disk, then leaves a directory whose MANIFEST
+	// no longer names the replayed WALs: a retry neither replays them
+	// again nor reads a torn tail of theirs as the tail of an older WAL
+	// followed by the new one.
 	killpoint.Maybe("open.before_recovery_manifest")
 	if err := vs.LogAndApply(ve); err != nil {
 		return errors.Wrap(err, "strata: recording recovery in MANIFEST")
 	}
 	for _, nf := range ve.NewFiles {
 		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
+	}
+	if err := d.openWALLocked(newLog); err != nil {
+		return err
+	}
+	if d.mu.mem, err = d.newMemTable(newLog, 0, d.nextMemTableSizeLocked()); err != nil {
+		return err
 	}
 	return nil
 }

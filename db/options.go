@@ -368,6 +368,12 @@ type WriteOptions struct {
 
 // Upper bounds of options, shared with SetOptions.
 const (
+	// minWriteBufferSize is the smallest memtable accepted. Smaller ones
+	// (write_buffer_size=1) flush on every write. RocksDB raises anything
+	// below 64 KiB to 64 KiB silently; Strata refuses instead, with a lower
+	// floor, because small memtables are how tests and the stress tool keep
+	// flushes and compactions constant.
+	minWriteBufferSize = 1 << 10
 	// maxWriteBufferSize: a memtable is one arena addressed by uint32
 	// offsets.
 	maxWriteBufferSize = memtable.MaxArenaSize
@@ -391,6 +397,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.WriteBufferSize < 0:
 		return bad("WriteBufferSize", o.WriteBufferSize, "must not be negative")
+	case o.WriteBufferSize < minWriteBufferSize:
+		return bad("WriteBufferSize", o.WriteBufferSize, fmt.Sprintf("below the minimum of %d bytes (0 is the default)", minWriteBufferSize))
 	case int64(o.WriteBufferSize) > maxWriteBufferSize:
 		return bad("WriteBufferSize", o.WriteBufferSize, fmt.Sprintf("above the memtable limit of %d bytes", int64(maxWriteBufferSize)))
 	case o.BloomBitsPerKey < 0:

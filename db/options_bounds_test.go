@@ -136,7 +136,9 @@ func TestOptionsBounds(t *testing.T) {
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = -1 }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = math.MinInt }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 0 }, true, false},
-		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1 }, true, false},
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1 }, false, false}, // every write would flush
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1023 }, false, false},
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1024 }, true, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = int64Limit(maxArena + 1) }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = int64Limit(1 << 40) }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = math.MaxInt }, false, false},
@@ -307,7 +309,9 @@ func TestSetOptionsBounds(t *testing.T) {
 	rows := []row{
 		{"write_buffer_size", "0", false},
 		{"write_buffer_size", "-1", false},
-		{"write_buffer_size", "1", true},
+		{"write_buffer_size", "1", false}, // every write would flush
+		{"write_buffer_size", "1023", false},
+		{"write_buffer_size", "1024", true},
 		{"write_buffer_size", " 65536 ", true},
 		{"write_buffer_size", strconv.FormatInt(memtable.MaxArenaSize, 10), true},
 		{"write_buffer_size", strconv.FormatInt(memtable.MaxArenaSize+1, 10), false},
@@ -357,9 +361,28 @@ func TestSetOptionsBounds(t *testing.T) {
 		"level0_file_num_compaction_trigger", "level0_slowdown_writes_trigger",
 		"level0_stop_writes_trigger", "max_bytes_for_level_base", "max_background_jobs",
 	} {
-		rows = append(rows, row{key, "1", true}, row{key, big, true}, row{key, "0", false},
+		rows = append(rows, row{key, "0", false},
 			row{key, "-1", false}, row{key, "99999999999999999999", false}, row{key, "1.5", false})
 	}
+	// The L0 triggers must stay ordered as Open requires (compaction <=
+	// slowdown <= stop; the others are 4, 20, 36 here), or writes would
+	// stall for good.
+	rows = append(rows,
+		row{"level0_file_num_compaction_trigger", "1", true},
+		row{"level0_file_num_compaction_trigger", "20", true},
+		row{"level0_file_num_compaction_trigger", "21", false},
+		row{"level0_file_num_compaction_trigger", big, false},
+		row{"level0_slowdown_writes_trigger", "4", true},
+		row{"level0_slowdown_writes_trigger", "3", false},
+		row{"level0_slowdown_writes_trigger", "36", true},
+		row{"level0_slowdown_writes_trigger", "37", false},
+		row{"level0_stop_writes_trigger", "20", true},
+		row{"level0_stop_writes_trigger", "19", false},
+		row{"level0_stop_writes_trigger", "1", false},
+		row{"level0_stop_writes_trigger", big, true},
+		row{"max_bytes_for_level_base", "1", true}, row{"max_bytes_for_level_base", big, true},
+		row{"max_background_jobs", "1", true}, row{"max_background_jobs", big, true},
+	)
 
 	fs := vfs.NewMem()
 	d, err := db.Open("/db", &db.Options{FS: fs, CreateIfMissing: true, WriteBufferSize: 64 << 10})

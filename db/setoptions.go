@@ -1,7 +1,9 @@
 package db
 
 import (
+	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,35 +14,37 @@ import (
 )
 
 // mutableOption is one option SetOptions can change: parse checks the value
-// and returns a function that applies it. All values are parsed before any
-// is applied, so an error changes nothing.
+// and returns a function that sets it in a copy of the mutable state. The
+// whole call is applied to the copy, the resulting option set is validated
+// as Open validates options, and only then installed: an error changes
+// nothing.
 type mutableOption struct {
 	name  string
-	parse func(d *DB, value string) (apply func(), err error)
+	parse func(d *DB, value string) (apply func(*mutableOptionsState), err error)
 }
 
 var mutableOptions = []mutableOption{
 	{"prefix_extractor", parsePrefixExtractor},
-	{"write_buffer_size", func(d *DB, v string) (func(), error) {
-		n, err := parseIntIn(v, 1, maxWriteBufferSize)
+	{"write_buffer_size", func(d *DB, v string) (func(*mutableOptionsState), error) {
+		n, err := parseIntIn(v, minWriteBufferSize, maxWriteBufferSize)
 		if err != nil {
 			return nil, err
 		}
-		return func() { d.writeBufferSize.Store(n) }, nil
+		return func(s *mutableOptionsState) { s.writeBufferSize = n }, nil
 	}},
-	{"disable_auto_compactions", func(d *DB, v string) (func(), error) {
+	{"disable_auto_compactions", func(d *DB, v string) (func(*mutableOptionsState), error) {
 		b, err := parseBool(v)
 		if err != nil {
 			return nil, err
 		}
-		return func() { d.comp.disableAuto.Store(b) }, nil
+		return func(s *mutableOptionsState) { s.disableAuto = b }, nil
 	}},
-	compactionIntOption("level0_file_num_compaction_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Trigger }),
-	compactionIntOption("level0_slowdown_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Slowdown }),
-	compactionIntOption("level0_stop_writes_trigger", func(d *DB) *atomic.Int64 { return &d.comp.l0Stop }),
-	compactionIntOptionMax("target_file_size_base", maxTargetFileSize, func(d *DB) *atomic.Int64 { return &d.comp.targetFileSize }),
-	compactionIntOption("max_bytes_for_level_base", func(d *DB) *atomic.Int64 { return &d.comp.maxBytesBase }),
-	compactionIntOption("max_background_jobs", func(d *DB) *atomic.Int64 { return &d.comp.maxBackgroundJobs }),
+	compactionIntOption("level0_file_num_compaction_trigger", intL0Trigger),
+	compactionIntOption("level0_slowdown_writes_trigger", intL0Slowdown),
+	compactionIntOption("level0_stop_writes_trigger", intL0Stop),
+	compactionIntOptionMax("target_file_size_base", maxTargetFileSize, intTargetFileSize),
+	compactionIntOption("max_bytes_for_level_base", intMaxBytesBase),
+	compactionIntOption("max_background_jobs", intMaxBackgroundJobs),
 	{"max_bytes_for_level_multiplier", parseLevelMultiplier},
 }
 
@@ -58,7 +62,7 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	applies := make([]func(), 0, len(opts))
+	applies := make([]func(*mutableOptionsState), 0, len(opts))
 	for name, value := range opts {
 		var opt *mutableOption
 		for i := range mutableOptions {
@@ -82,10 +86,18 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	d.setOptionsMu.Lock()
 	defer d.setOptionsMu.Unlock()
 	saved := d.saveMutableOptions()
+	next := saved
 	for _, apply := range applies {
-		apply()
+		apply(&next)
 	}
-	d.rescheduleAfterOptions()
+	// The resulting option set must be one Open accepts: triggers that
+	// Open refuses (an L0 compaction trigger above the stop trigger, say)
+	// would stall writes for good.
+	o := d.optionsWith(next)
+	if err := o.validate(); err != nil {
+		return errors.Wrapf(err, "strata: SetOptions: %s would make an option set Open refuses; no option was changed", describeOptions(opts))
+	}
+	d.restoreMutableOptions(next)
 	// Keep the OPTIONS file in step, as RocksDB does, so its tools see the
 	// options in force. If it cannot be written, undo: on any error
 	// nothing changes (the previous OPTIONS file still describes the
@@ -98,6 +110,35 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	}
 	return nil
 }
+
+// describeOptions lists a SetOptions call's options, sorted, as
+// "name"="value" pairs, for errors.
+func describeOptions(opts map[string]string) string {
+	names := make([]string, 0, len(opts))
+	for n := range opts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q=%q", n, opts[n])
+	}
+	return b.String()
+}
+
+// The indexes of the compaction integers in mutableOptionsState.ints, in
+// the order of compactionInts.
+const (
+	intL0Trigger = iota
+	intL0Slowdown
+	intL0Stop
+	intTargetFileSize
+	intMaxBytesBase
+	intMaxBackgroundJobs
+)
 
 // mutableOptionsState is the state SetOptions may change.
 type mutableOptionsState struct {
@@ -128,8 +169,35 @@ func (d *DB) saveMutableOptions() mutableOptionsState {
 	return s
 }
 
-// restoreMutableOptions puts back what saveMutableOptions returned.
-// d.setOptionsMu must be held.
+// optionsWith returns the DB's options with the mutable ones as in s, for
+// validation (the level multiplier, a float here and an int in Options, is
+// checked when it is parsed).
+func (d *DB) optionsWith(s mutableOptionsState) Options {
+	o := d.opts
+	o.WriteBufferSize = int(s.writeBufferSize)
+	o.DisableAutoCompactions = s.disableAuto
+	// A compaction integer of 0 was never set: the Options value holds
+	// (see DB.optInt).
+	set := func(dst *int, i int) {
+		if v := s.ints[i]; v != 0 {
+			*dst = int(v)
+		}
+	}
+	set(&o.Level0FileNumCompactionTrigger, intL0Trigger)
+	set(&o.Level0SlowdownWritesTrigger, intL0Slowdown)
+	set(&o.Level0StopWritesTrigger, intL0Stop)
+	set(&o.MaxBackgroundJobs, intMaxBackgroundJobs)
+	if v := s.ints[intTargetFileSize]; v != 0 {
+		o.TargetFileSizeBase = v
+	}
+	if v := s.ints[intMaxBytesBase]; v != 0 {
+		o.MaxBytesForLevelBase = v
+	}
+	return o
+}
+
+// restoreMutableOptions installs s (what saveMutableOptions returned, or a
+// validated change of it). d.setOptionsMu must be held.
 func (d *DB) restoreMutableOptions(s mutableOptionsState) {
 	d.writeBufferSize.Store(s.writeBufferSize)
 	d.comp.disableAuto.Store(s.disableAuto)
@@ -157,19 +225,19 @@ func (d *DB) rescheduleAfterOptions() {
 // parsePrefixExtractor keeps the current handle when the Name in force is
 // set again, so open tables keep their fast path (RocksDB makes a new
 // instance here and sends every table to the slow path).
-func parsePrefixExtractor(d *DB, v string) (func(), error) {
+func parsePrefixExtractor(d *DB, v string) (func(*mutableOptionsState), error) {
 	if v == "" || v == "nullptr" {
-		return func() { d.extractor.Store(nil) }, nil
+		return func(s *mutableOptionsState) { s.extractor = nil }, nil
 	}
 	e, err := prefix.Parse(v)
 	if err != nil {
 		return nil, err
 	}
-	return func() {
-		if cur := d.extractor.Load(); cur != nil && cur.name == e.Name() {
+	return func(s *mutableOptionsState) {
+		if cur := s.extractor; cur != nil && cur.name == e.Name() {
 			return
 		}
-		d.extractor.Store(newExtractorHandle(e))
+		s.extractor = newExtractorHandle(e)
 	}, nil
 }
 
@@ -199,25 +267,25 @@ func parseBool(v string) (bool, error) {
 
 // compactionIntOption is a positive integer option read by the compaction
 // picker and the stall rules; setting it may make a compaction due.
-func compactionIntOption(name string, field func(d *DB) *atomic.Int64) mutableOption {
-	return compactionIntOptionMax(name, math.MaxInt64, field)
+func compactionIntOption(name string, index int) mutableOption {
+	return compactionIntOptionMax(name, math.MaxInt64, index)
 }
 
 // compactionIntOptionMax is compactionIntOption with an upper bound.
-func compactionIntOptionMax(name string, hi int64, field func(d *DB) *atomic.Int64) mutableOption {
-	return mutableOption{name, func(d *DB, v string) (func(), error) {
+func compactionIntOptionMax(name string, hi int64, index int) mutableOption {
+	return mutableOption{name, func(d *DB, v string) (func(*mutableOptionsState), error) {
 		n, err := parseIntIn(v, 1, hi)
 		if err != nil {
 			return nil, err
 		}
-		return func() { field(d).Store(n) }, nil
+		return func(s *mutableOptionsState) { s.ints[index] = n }, nil
 	}}
 }
 
-func parseLevelMultiplier(d *DB, v string) (func(), error) {
+func parseLevelMultiplier(d *DB, v string) (func(*mutableOptionsState), error) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || !(f > 1) || f > maxLevelMultiplier {
 		return nil, errors.Newf("want a number in (1, %d]", maxLevelMultiplier)
 	}
-	return func() { d.comp.multiplierBits.Store(math.Float64bits(f)) }, nil
+	return func(s *mutableOptionsState) { s.multiplierBits = math.Float64bits(f) }, nil
 }

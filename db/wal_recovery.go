@@ -65,6 +65,31 @@ func (m WALRecoveryMode) String() string {
 
 func (m WALRecoveryMode) valid() bool { return m >= 0 && int(m) < len(walRecoveryModeNames) }
 
+// walHoldsRecord reports whether WAL num holds any record, damaged or not:
+// false for an empty file and for one that is zero-filled to its end (space
+// preallocated or a page never written back).
+func (d *DB) walHoldsRecord(num uint64) (bool, error) {
+	name := d.path(base.MakeFilename(base.FileKindLog, num))
+	f, err := d.fs.Open(name)
+	if err != nil {
+		return false, errors.Wrapf(err, "strata: opening WAL %s", name)
+	}
+	defer f.Close()
+	r := record.NewReader(f, num, name)
+	_, err = r.Next()
+	switch {
+	case err == io.EOF:
+		if _, zero := r.ZeroEnd(); zero {
+			return dataAfterZeroes(r)
+		}
+		return false, nil
+	case err == nil || errors.Is(err, record.ErrTornTail) || errors.Is(err, base.ErrCorruption):
+		return true, nil
+	default:
+		return false, errors.Wrapf(err, "strata: reading WAL %s", name)
+	}
+}
+
 // replayWALLocked applies the batches of WAL num to the memtables under
 // d.opts.WALRecoveryMode. stop reports that replay must not go on to newer
 // WALs (point-in-time recovery met damage). d.mu must be held.

@@ -240,7 +240,10 @@ func (d *DB) makeRoomForWriteLocked(b *batch.Batch) error {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
-		if d.mu.closing {
+		if d.mu.closing || d.closed.Load() {
+			// Close has begun: it wakes stalled writers (they hold the
+			// commit lock, which Close needs to drain the pipeline) and
+			// they give up here.
 			return errors.Wrap(ErrClosed, "strata: database is closed")
 		}
 		stall := d.writeStallLocked()
