@@ -4,6 +4,7 @@ package vfs
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -11,14 +12,25 @@ import (
 
 var errNotDir error = syscall.ENOTDIR
 
-// flock takes a non-blocking exclusive flock(2) on f. The error is of class
-// ErrLocked when another open file description holds the lock.
+// flock locks f exclusively without blocking: on Linux with flock(2) and an
+// fcntl record lock, elsewhere with the fcntl lock alone. The error is of
+// class ErrLocked when another holder has the lock.
+//
+// Why not flock everywhere: on macOS and the BSDs flock and fcntl locks are
+// one mechanism, so the fcntl lock taken after the flock would conflict
+// with it (their owners differ: the open file for flock, the process for
+// fcntl) and every Open would fail. The fcntl lock alone excludes other
+// processes there, RocksDB's included; Lock's set of held paths excludes
+// other handles in this process.
 func flock(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var ferr error
+	if runtime.GOOS != "linux" && runtime.GOOS != "android" {
+		return fcntlLock(rc)
+	}
 	if err := rc.Control(func(fd uintptr) {
 		for {
 			ferr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB)
@@ -38,6 +50,12 @@ func flock(f *os.File) error {
 	// RocksDB locks LOCK with an fcntl record lock, which does not conflict
 	// with flock on Linux: take both, so that neither engine can open a
 	// directory the other has open.
+	return fcntlLock(rc)
+}
+
+// fcntlLock takes an exclusive fcntl record lock on the whole file.
+func fcntlLock(rc syscall.RawConn) error {
+	var ferr error
 	if err := rc.Control(func(fd uintptr) {
 		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 		for {
