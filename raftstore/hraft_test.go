@@ -168,8 +168,29 @@ func TestHashicorpRaftSuite(t *testing.T) {
 	if err != nil || testing.Verbose() {
 		t.Logf("%s", tail(out, 64<<10))
 	}
+	if err != nil {
+		// raft logs every node's every step: the failures, pulled out of
+		// the whole output.
+		t.Logf("failures:\n%s", failureLines(out))
+	}
 	require.NoError(t, err, "hashicorp/raft's tests failed on raftstore")
 	require.Contains(t, string(out), "ok", "no test ran")
+}
+
+// failureLines returns the lines of go test's output that say which test
+// failed and why: "--- FAIL", panics, and the tests' own messages (a
+// file_test.go:line prefix) that are not raft's log lines.
+func failureLines(out []byte) string {
+	var sb strings.Builder
+	msg := regexp.MustCompile(`^\s*\w+(_test)?\.go:\d+: `)
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "--- FAIL") || strings.HasPrefix(l, "panic:") ||
+			(msg.MatchString(l) && !strings.Contains(l, "Z [")) {
+			sb.WriteString(l)
+			sb.WriteByte('\n')
+		}
+	}
+	return sb.String()
 }
 
 func tail(b []byte, n int) []byte {
