@@ -173,3 +173,62 @@ func TestDB_MergeOperator(t *testing.T) {
 	require.NoError(t, d.Close())
 	require.Equal(t, "k : a,b\n", mustTool(t, "db", "scan", dir, "--merge-operator=StringAppendOperator"))
 }
+
+// dbFiles returns the paths of dir's files with the given suffix or prefix.
+func dbFiles(t *testing.T, dir, pattern string) []string {
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
+	require.NoError(t, err)
+	require.NotEmpty(t, m, pattern)
+	return m
+}
+
+func TestLDB_WALDumpMatch(t *testing.T) {
+	ldbPath(t)
+	dir := makeDB(t)
+	// Reopen without flushing so that the WAL holds every record kind.
+	d, err := db.Open(dir, &db.Options{MergeOperator: db.NewStringAppendOperator(",")})
+	require.NoError(t, err)
+	b := db.NewBatch()
+	b.Put([]byte{}, []byte("empty key"))
+	b.Delete([]byte("key010"))
+	b.SingleDelete([]byte("key011"))
+	b.DeleteRange([]byte("key012"), []byte("key014"))
+	b.Merge([]byte("m"), []byte("x"))
+	require.NoError(t, d.Write(b, nil))
+	require.NoError(t, d.Put([]byte{0, 1}, bytes.Repeat([]byte("v"), 100000), nil))
+	wals := dbFiles(t, dir, "*.log")
+	saved := filepath.Join(t.TempDir(), filepath.Base(wals[len(wals)-1]))
+	data, err := os.ReadFile(wals[len(wals)-1])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(saved, data, 0o644))
+	require.NoError(t, d.Close())
+
+	for _, flags := range [][2][]string{
+		{nil, nil},
+		{{"--print_value"}, {"--print-value"}},
+		{{"--header"}, {"--header"}},
+	} {
+		want := runLDB(t, append([]string{"dump_wal", "--walfile=" + saved}, flags[0]...)...)
+		got := mustTool(t, append([]string{"wal", "dump", saved}, flags[1]...)...)
+		require.Equal(t, want, got, "%v", flags)
+		require.Contains(t, got, "DELETE_RANGE(0)")
+	}
+}
+
+func TestLDB_ManifestDumpMatch(t *testing.T) {
+	ldbPath(t)
+	dir := makeDB(t)
+	d, err := db.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, d.CompactRange(nil, nil))
+	require.NoError(t, d.Put([]byte("after"), []byte("compaction"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Close())
+	m := dbFiles(t, dir, "MANIFEST-*")
+	for _, flags := range [][]string{nil, {"--hex"}} {
+		want := runLDB(t, append([]string{"manifest_dump", "--path=" + m[len(m)-1]}, flags...)...)
+		got := mustTool(t, append([]string{"manifest", "dump", m[len(m)-1]}, flags...)...)
+		require.Equal(t, want, got, "%v", flags)
+		require.Contains(t, got, " seq:")
+	}
+}
