@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
@@ -373,14 +372,9 @@ func manifestCheck(t *T, c *cmdline) error {
 	}
 	path := c.args[0]
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		if err := checkDB(path); err != nil {
+		if path, err = currentManifest(path); err != nil {
 			return err
 		}
-		cur, err := os.ReadFile(filepath.Join(path, "CURRENT"))
-		if err != nil {
-			return errors.Wrap(err, "strata")
-		}
-		path = filepath.Join(path, strings.TrimSuffix(string(cur), "\n"))
 	}
 	st, err := replayManifest(path)
 	if err != nil {

@@ -232,3 +232,14 @@ func TestLDB_ManifestDumpMatch(t *testing.T) {
 		require.Contains(t, got, " seq:")
 	}
 }
+
+func TestLDB_ListColumnFamiliesMatch(t *testing.T) {
+	ldbPath(t)
+	dir := copyDir(t, makeDB(t))
+	runLDB(t, "--db="+dir, "create_column_family", "users")
+	runLDB(t, "--db="+dir, "create_column_family", "zz")
+	runLDB(t, "--db="+dir, "drop_column_family", "users")
+	want := runLDB(t, "list_column_families", "--db="+dir)
+	require.Equal(t, "Column families in "+dir+": \n{default, zz}\n", want)
+	require.Equal(t, want, mustTool(t, "db", "list-column-families", dir))
+}
