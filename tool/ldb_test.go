@@ -243,3 +243,12 @@ func TestLDB_ListColumnFamiliesMatch(t *testing.T) {
 	require.Equal(t, "Column families in "+dir+": \n{default, zz}\n", want)
 	require.Equal(t, want, mustTool(t, "db", "list-column-families", dir))
 }
+
+func TestDB_PutCreateIfMissing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	_, errOut, rc := runTool(t, "db", "put", dir, "k", "v")
+	require.Equal(t, 1, rc)
+	require.Contains(t, errOut, "no CURRENT")
+	require.Equal(t, "OK\n", mustTool(t, "db", "put", dir, "k", "v", "--create-if-missing"))
+	require.Equal(t, "k : v\n", mustTool(t, "db", "scan", dir))
+}

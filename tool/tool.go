@@ -120,7 +120,7 @@ type cmdline struct {
 	mergeOperator      string
 	columnFamily       string
 	printValue, header bool
-	verbose            bool
+	createIfMissing    bool
 	args               []string
 	err                error
 }
@@ -138,7 +138,7 @@ func newCmdline(name string, out io.Writer) *cmdline {
 	fs.StringVar(&c.columnFamily, "column-family", "default", "column family (only \"default\" for now)")
 	fs.BoolVar(&c.printValue, "print-value", false, "wal dump: print values")
 	fs.BoolVar(&c.header, "header", false, "wal dump: print a header line")
-	fs.BoolVar(&c.verbose, "v", false, "verbose")
+	fs.BoolVar(&c.createIfMissing, "create-if-missing", false, "put: create the database if it does not exist")
 	c.fs = fs
 	return c
 }
@@ -215,10 +215,13 @@ func checkDB(dir string) error {
 
 // open opens dir, read-only unless write.
 func (t *T) open(c *cmdline, dir string, write bool) (*db.DB, error) {
-	if err := checkDB(dir); err != nil {
+	create := write && c.createIfMissing
+	if _, err := os.Stat(dir); create && os.IsNotExist(err) {
+		// Nothing there yet: Open creates it.
+	} else if err := checkDB(dir); err != nil {
 		return nil, err
 	}
-	opts := &db.Options{ReadOnly: !write}
+	opts := &db.Options{ReadOnly: !write, CreateIfMissing: create}
 	if c.mergeOperator != "" {
 		op := t.mergeOps[c.mergeOperator]
 		if op == nil {
