@@ -207,6 +207,7 @@ func TestLDB_WALDumpMatch(t *testing.T) {
 		{nil, nil},
 		{{"--print_value"}, {"--print-value"}},
 		{{"--header"}, {"--header"}},
+		{{"--header", "--print_value"}, {"--header", "--print-value"}},
 	} {
 		want := runLDB(t, append([]string{"dump_wal", "--walfile=" + saved}, flags[0]...)...)
 		got := mustTool(t, append([]string{"wal", "dump", saved}, flags[1]...)...)

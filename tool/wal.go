@@ -39,7 +39,11 @@ func walDump(t *T, c *cmdline) error {
 	name := filepath.Base(path)
 	_, num, _ := base.ParseFilename(name)
 	if c.header {
-		fmt.Fprintln(c.out, "Sequence,Count,ByteSize,Physical Offset,Key(s)")
+		h := "Sequence,Count,ByteSize,Physical Offset,Key(s)"
+		if c.printValue {
+			h += " : value "
+		}
+		fmt.Fprintln(c.out, h)
 	}
 	r := record.NewReader(f, num, name)
 	var line strings.Builder
