@@ -1,12 +1,16 @@
 package tool
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/record"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,4 +66,49 @@ func TestInspect_SSTableVerbs(t *testing.T) {
 	_, errOut, rc = runTool(t, "db", "check", dir)
 	require.Equal(t, 1, rc)
 	require.Contains(t, errOut, filepath.Base(files[0]))
+}
+
+// writeManifest writes edits as a MANIFEST file and returns its path.
+func writeManifest(t *testing.T, edits ...*version.Edit) string {
+	path := filepath.Join(t.TempDir(), "MANIFEST-000001")
+	var buf bytes.Buffer
+	w := record.NewWriter(&buf, 1)
+	for _, e := range edits {
+		_, err := w.WriteRecord(e.Encode(nil))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	return path
+}
+
+func fileMeta(num uint64, smallest, largest string, seq base.SeqNum) *version.FileMetadata {
+	return &version.FileMetadata{FileNum: num, Size: 100,
+		Smallest: base.MakeInternalKey([]byte(smallest), seq, base.KindSet),
+		Largest:  base.MakeInternalKey([]byte(largest), seq, base.KindSet), SmallestSeq: seq, LargestSeq: seq}
+}
+
+func TestInspect_ManifestCheckFindsDamage(t *testing.T) {
+	head := &version.Edit{ComparatorName: "leveldb.BytewiseComparator", HasComparator: true}
+	counters := &version.Edit{LastSequence: 10, HasLastSequence: true, NextFileNumber: 9, HasNextFileNumber: true}
+	good := writeManifest(t, head, counters, &version.Edit{NewFiles: []version.NewFileEntry{
+		{Level: 1, Meta: fileMeta(5, "a", "c", 3)}, {Level: 1, Meta: fileMeta(6, "d", "f", 4)}}})
+	require.Equal(t, "OK: 3 edits, 2 files\n", mustTool(t, "manifest", "check", good))
+
+	for name, c := range map[string]struct {
+		files []version.NewFileEntry
+		want  string
+	}{
+		"overlap": {[]version.NewFileEntry{{Level: 1, Meta: fileMeta(5, "a", "d", 3)},
+			{Level: 1, Meta: fileMeta(6, "d", "f", 4)}}, "level 1: file 5 overlaps file 6"},
+		"two levels": {[]version.NewFileEntry{{Level: 1, Meta: fileMeta(5, "a", "c", 3)},
+			{Level: 2, Meta: fileMeta(5, "a", "c", 3)}}, "file 5 at levels 1 and 2"},
+		"seq": {[]version.NewFileEntry{{Level: 0, Meta: fileMeta(5, "a", "c", 11)}},
+			"sequence number 11 above the last sequence 10"},
+	} {
+		path := writeManifest(t, head, counters, &version.Edit{NewFiles: c.files})
+		_, errOut, rc := runTool(t, "manifest", "check", path)
+		require.Equal(t, 1, rc, name)
+		require.Contains(t, errOut, c.want, name)
+	}
 }
