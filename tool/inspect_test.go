@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/version"
@@ -111,4 +112,29 @@ func TestInspect_ManifestCheckFindsDamage(t *testing.T) {
 		require.Equal(t, 1, rc, name)
 		require.Contains(t, errOut, c.want, name)
 	}
+}
+
+func TestInspect_WALDumpCorruption(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, d.Put([]byte{byte('a' + i)}, bytes.Repeat([]byte("v"), 100), nil))
+	}
+	wals, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(wals[len(wals)-1])
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	path := filepath.Join(t.TempDir(), filepath.Base(wals[len(wals)-1]))
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	require.Equal(t, 3, strings.Count(mustTool(t, "wal", "dump", path), "\n"))
+
+	data[150] ^= 0xff // in the second record's payload
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	out, errOut, rc := runTool(t, "wal", "dump", path)
+	require.Equal(t, 1, rc)
+	require.Equal(t, 1, strings.Count(out, "\n"), "the first record is printed")
+	require.Contains(t, errOut, filepath.Base(path))
+	require.Contains(t, errOut, "corrupt")
 }
