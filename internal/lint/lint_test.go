@@ -43,8 +43,10 @@ var layer = map[string]int{
 	"db":                   3,
 	"internal/testutil":    4, // test-only helpers
 	"stress":               4, // the harness behind cmd/stress (a tool above the library, not API)
+	"tool":                 4, // the verbs of cmd/strata, importable by users
 	"cmd/dbbench":          5,
 	"cmd/sstdump":          5,
+	"cmd/strata":           5,
 	"internal/lint":        5,
 	"cmd/stress":           5,
 }

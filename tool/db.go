@@ -1,0 +1,147 @@
+package tool
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/db"
+)
+
+func init() {
+	register("db", "scan", "DIR [--hex] [--from=K] [--to=K] [--prefix=P] [--limit=N]", dbScan)
+	register("db", "get", "DIR KEY [--hex]", dbGet)
+	register("db", "put", "DIR KEY VALUE [--hex]", dbPut)
+	register("db", "delete", "DIR KEY [--hex]", dbDelete)
+}
+
+// prefixEnd is the smallest key above every key with prefix p (nil: none).
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// dbScan prints "KEY : VALUE" per live key, as ldb scan.
+func dbScan(t *T, c *cmdline) error {
+	if err := c.need(1, "DIR"); err != nil {
+		return err
+	}
+	ro := &db.ReadOptions{}
+	if c.hasFrom {
+		k, err := c.key(c.from)
+		if err != nil {
+			return err
+		}
+		ro.LowerBound = k
+	}
+	if c.hasTo {
+		k, err := c.key(c.to)
+		if err != nil {
+			return err
+		}
+		ro.UpperBound = k
+	}
+	if c.prefix != "" {
+		p, err := c.key(c.prefix)
+		if err != nil {
+			return err
+		}
+		if ro.LowerBound == nil || bytes.Compare(p, ro.LowerBound) > 0 {
+			ro.LowerBound = p
+		}
+		if end := prefixEnd(p); end != nil && (ro.UpperBound == nil || bytes.Compare(end, ro.UpperBound) < 0) {
+			ro.UpperBound = end
+		}
+	}
+	d, err := t.open(c, c.args[0], false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if ro.LowerBound != nil && ro.UpperBound != nil && bytes.Compare(ro.LowerBound, ro.UpperBound) >= 0 {
+		return nil
+	}
+	it := d.NewIterator(ro)
+	n := int64(0)
+	for it.SeekToFirst(); it.Valid() && (c.limit < 0 || n < c.limit); it.Next() {
+		fmt.Fprintf(c.out, "%s : %s\n", c.format(it.Key()), c.format(it.Value()))
+		n++
+	}
+	if err := it.Err(); err != nil {
+		it.Close()
+		return errors.Wrapf(err, "strata: scanning %s", c.args[0])
+	}
+	return it.Close()
+}
+
+// dbGet prints the value of KEY, as ldb get.
+func dbGet(t *T, c *cmdline) error {
+	if err := c.need(2, "DIR KEY"); err != nil {
+		return err
+	}
+	k, err := c.key(c.args[1])
+	if err != nil {
+		return err
+	}
+	d, err := t.open(c, c.args[0], false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	v, err := d.Get(k, nil)
+	if err != nil {
+		return errors.Wrapf(err, "strata: get %q", c.args[1])
+	}
+	fmt.Fprintln(c.out, c.format(v))
+	return nil
+}
+
+// dbPut writes KEY=VALUE and prints "OK", as ldb put.
+func dbPut(t *T, c *cmdline) error {
+	if err := c.need(3, "DIR KEY VALUE"); err != nil {
+		return err
+	}
+	k, err := c.key(c.args[1])
+	if err != nil {
+		return err
+	}
+	v, err := c.key(c.args[2])
+	if err != nil {
+		return err
+	}
+	return t.write(c, func(d *db.DB) error { return d.Put(k, v, &db.WriteOptions{Sync: true}) })
+}
+
+// dbDelete deletes KEY and prints "OK", as ldb delete.
+func dbDelete(t *T, c *cmdline) error {
+	if err := c.need(2, "DIR KEY"); err != nil {
+		return err
+	}
+	k, err := c.key(c.args[1])
+	if err != nil {
+		return err
+	}
+	return t.write(c, func(d *db.DB) error { return d.Delete(k, &db.WriteOptions{Sync: true}) })
+}
+
+func (t *T) write(c *cmdline, fn func(d *db.DB) error) error {
+	d, err := t.open(c, c.args[0], true)
+	if err != nil {
+		return err
+	}
+	if err := fn(d); err != nil {
+		d.Close()
+		return errors.Wrapf(err, "strata: writing to %s", c.args[0])
+	}
+	if err := d.Close(); err != nil {
+		return errors.Wrapf(err, "strata: closing %s", c.args[0])
+	}
+	fmt.Fprintln(c.out, "OK")
+	return nil
+}

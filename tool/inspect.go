@@ -1,0 +1,408 @@
+package tool
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/table"
+)
+
+func init() {
+	register("db", "lsm", "DIR", dbLSM)
+	register("db", "properties", "DIR", dbProperties)
+	register("db", "space", "DIR [--from=K] [--to=K] [--hex]", dbSpace)
+	register("db", "check", "DIR", dbCheck)
+	register("db", "checkpoint", "DIR DEST", dbCheckpoint)
+	register("db", "compact", "DIR [--from=K] [--to=K] [--hex]", dbCompact)
+	register("sstable", "scan", "FILE|DIR [--hex] [--from=K] [--to=K] [--limit=N]", sstScan)
+	register("sstable", "properties", "FILE|DIR", sstProperties)
+	register("sstable", "layout", "FILE|DIR", sstLayout)
+	register("sstable", "check", "FILE|DIR", sstCheck)
+	register("manifest", "check", "FILE|DIR", manifestCheck)
+}
+
+// bounds returns the --from and --to keys (nil when absent).
+func (c *cmdline) bounds() (from, to []byte, err error) {
+	if c.hasFrom {
+		if from, err = c.key(c.from); err != nil {
+			return nil, nil, err
+		}
+	}
+	if c.hasTo {
+		if to, err = c.key(c.to); err != nil {
+			return nil, nil, err
+		}
+	}
+	return from, to, nil
+}
+
+func dbLSM(t *T, c *cmdline) error {
+	if err := c.need(1, "DIR"); err != nil {
+		return err
+	}
+	d, err := t.open(c, c.args[0], false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fmt.Fprint(c.out, d.Metrics().String())
+	return nil
+}
+
+// dbPropertyNames are the properties db properties prints, in order.
+var dbPropertyNames = []string{
+	db.PropTotalSSTFilesSize, db.PropNumSnapshots, db.PropNumImmutableMemTable,
+	db.PropCurSizeActiveMemTable, db.PropBlockCacheUsage, db.PropBlockCacheCapacity,
+	db.PropTableReadersMem, db.PropPrefixExtractor, db.PropBackgroundError,
+}
+
+func dbProperties(t *T, c *cmdline) error {
+	if err := c.need(1, "DIR"); err != nil {
+		return err
+	}
+	d, err := t.open(c, c.args[0], false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for level := 0; level < db.NumLevels; level++ {
+		v, _ := d.GetProperty(fmt.Sprintf("%s%d", db.PropNumFilesAtLevelPrefix, level))
+		fmt.Fprintf(c.out, "%s%d: %s\n", db.PropNumFilesAtLevelPrefix, level, v)
+	}
+	for _, name := range dbPropertyNames {
+		if v, ok := d.GetProperty(name); ok {
+			fmt.Fprintf(c.out, "%s: %s\n", name, v)
+		}
+	}
+	if v, ok := d.GetProperty(db.PropLevels); ok {
+		fmt.Fprintf(c.out, "%s:\n%s", db.PropLevels, v)
+	}
+	return nil
+}
+
+// dbSpace prints the approximate bytes on disk of the keys in [--from, --to).
+func dbSpace(t *T, c *cmdline) error {
+	if err := c.need(1, "DIR"); err != nil {
+		return err
+	}
+	from, to, err := c.bounds()
+	if err != nil {
+		return err
+	}
+	d, err := t.open(c, c.args[0], false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	n, err := d.ApproximateSize(from, to, nil)
+	if err != nil {
+		return errors.Wrapf(err, "strata: db space %s", c.args[0])
+	}
+	fmt.Fprintln(c.out, n)
+	return nil
+}
+
+// dbCheck replays the MANIFEST, verifies every block checksum of every live
+// table and reads every key through the database.
+func dbCheck(t *T, c *cmdline) error {
+	if err := c.need(1, "DIR"); err != nil {
+		return err
+	}
+	dir := c.args[0]
+	if err := checkDB(dir); err != nil {
+		return err
+	}
+	vs, err := version.Load(vfs.Default, dir, version.Options{})
+	if err != nil {
+		return errors.Wrapf(err, "strata: db check %s", dir)
+	}
+	v := vs.Current()
+	var live []string
+	for level := range v.Levels {
+		for _, f := range v.Levels[level] {
+			live = append(live, filepath.Join(dir, base.MakeFilename(base.FileKindTable, f.FileNum)))
+		}
+	}
+	vs.Close()
+	for _, p := range live {
+		if err := checkTable(p, nil); err != nil {
+			return err
+		}
+	}
+	d, err := t.open(c, dir, false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	it := d.NewIterator(nil)
+	n := 0
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		it.Close()
+		return errors.Wrapf(err, "strata: db check %s", dir)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "OK: %d tables, %d live keys\n", len(live), n)
+	return nil
+}
+
+func dbCheckpoint(t *T, c *cmdline) error {
+	if err := c.need(2, "DIR DEST"); err != nil {
+		return err
+	}
+	d, err := t.open(c, c.args[0], false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Checkpoint(c.args[1]); err != nil {
+		return errors.Wrapf(err, "strata: db checkpoint %s", c.args[0])
+	}
+	fmt.Fprintln(c.out, "OK")
+	return nil
+}
+
+func dbCompact(t *T, c *cmdline) error {
+	if err := c.need(1, "DIR"); err != nil {
+		return err
+	}
+	from, to, err := c.bounds()
+	if err != nil {
+		return err
+	}
+	return t.write(c, func(d *db.DB) error { return d.CompactRange(from, to) })
+}
+
+// tableFiles expands a FILE|DIR argument to table files.
+func tableFiles(arg string) ([]string, error) {
+	st, err := os.Stat(arg)
+	if err != nil {
+		return nil, errors.Wrap(err, "strata")
+	}
+	if !st.IsDir() {
+		return []string{arg}, nil
+	}
+	m, err := filepath.Glob(filepath.Join(arg, "*.sst"))
+	if err != nil {
+		return nil, errors.Wrap(err, "strata")
+	}
+	if len(m) == 0 {
+		return nil, errors.Wrapf(db.ErrInvalidArgument, "strata: %s holds no .sst file", arg)
+	}
+	slices.Sort(m)
+	return m, nil
+}
+
+func openTable(path string) (*table.Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.Wrap(err, "strata")
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, errors.Wrap(err, "strata")
+	}
+	_, num, _ := base.ParseFilename(filepath.Base(path))
+	r, err := table.Open(f, st.Size(), table.ReaderOptions{FileName: path, FileNum: num})
+	if err != nil {
+		f.Close()
+		return nil, errors.Wrapf(err, "strata: %s", path)
+	}
+	return r, nil
+}
+
+// eachTable runs fn on every table of arg, printing "FILE:" before each
+// when arg is a directory.
+func eachTable(c *cmdline, fn func(path string, r *table.Reader) error) error {
+	if err := c.need(1, "FILE|DIR"); err != nil {
+		return err
+	}
+	files, err := tableFiles(c.args[0])
+	if err != nil {
+		return err
+	}
+	for _, p := range files {
+		if len(files) > 1 || p != c.args[0] {
+			fmt.Fprintf(c.out, "%s:\n", p)
+		}
+		r, err := openTable(p)
+		if err != nil {
+			return err
+		}
+		err = fn(p, r)
+		r.Close()
+		if err != nil {
+			return errors.Wrapf(err, "strata: %s", p)
+		}
+	}
+	return nil
+}
+
+// sstScan prints every point entry as sst_dump does:
+// 'KEY' seq:N, type:T => VALUE, and range tombstones as
+// [START, END) seq:N.
+func sstScan(t *T, c *cmdline) error {
+	from, to, err := c.bounds()
+	if err != nil {
+		return err
+	}
+	return eachTable(c, func(path string, r *table.Reader) error {
+		it := r.NewIter()
+		var ok bool
+		if from != nil {
+			ok = it.SeekGE(from)
+		} else {
+			ok = it.First()
+		}
+		for n := int64(0); ok && (c.limit < 0 || n < c.limit); ok = it.Next() {
+			k := it.Key()
+			if to != nil && bytes.Compare(k.UserKey, to) >= 0 {
+				break
+			}
+			fmt.Fprintf(c.out, "'%s' seq:%d, type:%d => %s\n", c.format(k.UserKey), k.SeqNum(), k.Kind(), c.format(it.Value()))
+			n++
+		}
+		if err := it.Error(); err != nil {
+			it.Close()
+			return err
+		}
+		for _, ts := range r.Tombstones() {
+			fmt.Fprintf(c.out, "range deletion [%s, %s) seq:%d\n", c.format(ts.Start), c.format(ts.End), ts.Seq)
+		}
+		return it.Close()
+	})
+}
+
+func sstProperties(t *T, c *cmdline) error {
+	return eachTable(c, func(path string, r *table.Reader) error {
+		fmt.Fprint(c.out, r.Properties().String())
+		return nil
+	})
+}
+
+func sstLayout(t *T, c *cmdline) error {
+	return eachTable(c, func(path string, r *table.Reader) error {
+		blocks, err := r.Layout()
+		if err != nil {
+			return err
+		}
+		for _, b := range blocks {
+			kind := b.Kind
+			if b.Name != "" {
+				kind += " " + b.Name
+			}
+			fmt.Fprintf(c.out, "%10d %8d  %s\n", b.Offset, b.Size, kind)
+		}
+		return nil
+	})
+}
+
+// checkTable verifies every block checksum of a table and that its point
+// keys are in strictly increasing internal-key order; n counts them.
+func checkTable(path string, n *int) error {
+	r, err := openTable(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.VerifyChecksums(); err != nil {
+		return errors.Wrapf(err, "strata: %s", path)
+	}
+	it := r.NewIter()
+	var prev base.InternalKey
+	count := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if count > 0 && base.InternalCompare(prev, k) >= 0 {
+			it.Close()
+			return base.CorruptionErrorf("%s: key %q#%d out of order after %q#%d", path,
+				k.UserKey, k.SeqNum(), prev.UserKey, prev.SeqNum())
+		}
+		prev = k.Clone()
+		count++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return errors.Wrapf(err, "strata: %s", path)
+	}
+	if n != nil {
+		*n = count
+	}
+	return it.Close()
+}
+
+func sstCheck(t *T, c *cmdline) error {
+	if err := c.need(1, "FILE|DIR"); err != nil {
+		return err
+	}
+	files, err := tableFiles(c.args[0])
+	if err != nil {
+		return err
+	}
+	for _, p := range files {
+		var n int
+		if err := checkTable(p, &n); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "%s: OK, %d entries\n", p, n)
+	}
+	return nil
+}
+
+// manifestCheck replays a MANIFEST (a file, or the one CURRENT names in a
+// directory) and checks the state it describes: files of each level above 0
+// sorted and not overlapping, no file seen at two levels, no sequence
+// number above the last sequence.
+func manifestCheck(t *T, c *cmdline) error {
+	if err := c.need(1, "FILE|DIR"); err != nil {
+		return err
+	}
+	path := c.args[0]
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		if path, err = currentManifest(path); err != nil {
+			return err
+		}
+	}
+	st, err := replayManifest(path)
+	if err != nil {
+		return err
+	}
+	files := 0
+	for _, cf := range st.cfs {
+		seen := map[uint64]int{}
+		for level := range cf.levels {
+			fs := cf.files(level)
+			for i, f := range fs {
+				files++
+				if l, ok := seen[f.FileNum]; ok {
+					return base.CorruptionErrorf("%s: file %d at levels %d and %d", path, f.FileNum, l, level)
+				}
+				seen[f.FileNum] = level
+				if f.LargestSeq > st.lastSeq {
+					return base.CorruptionErrorf("%s: file %d holds sequence number %d above the last sequence %d",
+						path, f.FileNum, f.LargestSeq, st.lastSeq)
+				}
+				if level > 0 && i > 0 && bytes.Compare(fs[i-1].Largest.UserKey, f.Smallest.UserKey) >= 0 &&
+					!(version.IsSentinel(fs[i-1].Largest) && bytes.Equal(fs[i-1].Largest.UserKey, f.Smallest.UserKey)) {
+					return base.CorruptionErrorf("%s: level %d: file %d overlaps file %d", path, level,
+						fs[i-1].FileNum, f.FileNum)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(c.out, "OK: %d edits, %d files\n", st.edits, files)
+	return nil
+}
