@@ -3,6 +3,7 @@ package db_test
 import (
 	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -228,5 +229,59 @@ func TestWALCreateFailureIsBackgroundError(t *testing.T) {
 			k := checkSeqPrefix(t, mem, "/db", n-1, n+1)
 			require.Equal(t, n-1, k)
 		})
+	}
+}
+
+// TestDiskFullOnTmpfs fills a small real tmpfs with synced writes until the
+// disk is full, then closes, and tries to reopen while the disk is still
+// full: every attempt may fail, but never with ErrCorruption, and once the
+// file system has room again an Open succeeds with every acknowledged write.
+// It needs root (mount); elsewhere it is skipped.
+func TestDiskFullOnTmpfs(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	defer func() { _ = exec.Command("umount", mnt).Run() }()
+	dir := filepath.Join(mnt, "db")
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, WriteBufferSize: 64 << 10})
+	require.NoError(t, err)
+	value := make([]byte, 512)
+	acked := 0
+	for ; acked < 100000; acked++ {
+		if err := d.Put([]byte(fmt.Sprintf("k%06d", acked)), value, &db.WriteOptions{Sync: true}); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC, "the write that found the disk full")
+			break
+		}
+	}
+	require.Less(t, acked, 100000, "the disk never filled")
+	_ = d.Close() // may fail: the disk is full
+	// Give the file system back a little room at a time, so that Opens
+	// fail at every stage (replaying, writing the recovered tables, the
+	// MANIFEST, the new WAL): none may leave a directory that reads as
+	// damaged. A writable handle that opens closes again and fills the
+	// room with nothing new.
+	remount := func(kib int) {
+		out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%dk", kib), mnt).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	opened := 0
+	for kib := 4 << 10; kib <= 8<<10 && opened < 3; kib += 32 {
+		remount(kib)
+		d, err := db.Open(dir, nil)
+		if err != nil {
+			require.False(t, errors.Is(err, db.ErrCorruption), "Open with %d KiB: %v", kib, err)
+			continue
+		}
+		opened++
+		_ = d.Close()
+	}
+	remount(64 << 10)
+	d, err = db.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	for i := 0; i < acked; i++ {
+		_, err := d.Get([]byte(fmt.Sprintf("k%06d", i)), nil)
+		require.NoError(t, err, "acknowledged key %d of %d", i, acked)
 	}
 }
