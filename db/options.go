@@ -87,7 +87,8 @@ type Options struct {
 	ReadOnly bool
 	// WriteBufferSize is the memtable size in bytes before it is flushed.
 	// Default: 64 MiB. Larger buffers mean fewer, larger L0 files and more
-	// memory.
+	// memory. Values below 256 bytes (at which nearly every write would
+	// flush) are refused; RocksDB raises anything below 64 KiB silently.
 	WriteBufferSize int
 	// MaxWriteBufferNumber is the number of memtables (the mutable one and
 	// those waiting for flush) before writes stall. Default: 2.
@@ -368,12 +369,13 @@ type WriteOptions struct {
 
 // Upper bounds of options, shared with SetOptions.
 const (
-	// minWriteBufferSize is the smallest memtable accepted. Smaller ones
-	// (write_buffer_size=1) flush on every write. RocksDB raises anything
-	// below 64 KiB to 64 KiB silently; Strata refuses instead, with a lower
-	// floor, because small memtables are how tests and the stress tool keep
-	// flushes and compactions constant.
-	minWriteBufferSize = 1 << 10
+	// minWriteBufferSize is the smallest memtable accepted: below it
+	// (write_buffer_size=1) nearly every write flushes. RocksDB raises
+	// anything below 64 KiB to 64 KiB silently; Strata refuses instead,
+	// with a lower floor, because tiny memtables (512 bytes in the stress
+	// tool's linearizability mode) are how tests keep flushes and
+	// compactions constant.
+	minWriteBufferSize = 256
 	// maxWriteBufferSize: a memtable is one arena addressed by uint32
 	// offsets.
 	maxWriteBufferSize = memtable.MaxArenaSize

@@ -137,8 +137,8 @@ func TestOptionsBounds(t *testing.T) {
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = math.MinInt }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 0 }, true, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1 }, false, false}, // every write would flush
-		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1023 }, false, false},
-		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 1024 }, true, false},
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 255 }, false, false},
+		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = 256 }, true, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = int64Limit(maxArena + 1) }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = int64Limit(1 << 40) }, false, false},
 		{"WriteBufferSize", func(o *db.Options) { o.WriteBufferSize = math.MaxInt }, false, false},
@@ -310,8 +310,8 @@ func TestSetOptionsBounds(t *testing.T) {
 		{"write_buffer_size", "0", false},
 		{"write_buffer_size", "-1", false},
 		{"write_buffer_size", "1", false}, // every write would flush
-		{"write_buffer_size", "1023", false},
-		{"write_buffer_size", "1024", true},
+		{"write_buffer_size", "255", false},
+		{"write_buffer_size", "256", true},
 		{"write_buffer_size", " 65536 ", true},
 		{"write_buffer_size", strconv.FormatInt(memtable.MaxArenaSize, 10), true},
 		{"write_buffer_size", strconv.FormatInt(memtable.MaxArenaSize+1, 10), false},
