@@ -31,8 +31,8 @@
 //     engine acknowledges a write with WriteOptions.Sync, and installs a
 //     table or a MANIFEST, on the strength of Sync; a Sync that returns nil
 //     without that guarantee loses acknowledged writes on power loss. A
-//     failed Sync must return an error (the engine then fails the write
-//     and stops writing, and the database still opens).
+//     failed Sync must return an error: the engine then fails the write
+//     or the flush or compaction that asked for it.
 //   - File.Stat reports the number of bytes written so far as Size.
 //   - OpenDir(dir) opens a directory whose Sync makes its entries durable:
 //     the files created in it, renamed into it or removed from it. The

@@ -198,3 +198,21 @@ func TestWrapperLinkFallsBackToCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestErrLocked: a second Open of a database held open fails with
+// ErrLocked's class, on Default and on a MemFS, as vfs.ErrLocked says.
+func TestErrLocked(t *testing.T) {
+	for name, fs := range map[string]vfs.FS{"Default": vfs.Default, "Mem": vfs.NewMem()} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "app")
+			d, err := db.Open(dir, &db.Options{CreateIfMissing: true, FS: fs})
+			require.NoError(t, err)
+			_, err = db.Open(dir, &db.Options{FS: fs})
+			require.ErrorIs(t, err, vfs.ErrLocked)
+			require.NoError(t, d.Close())
+			d, err = db.Open(dir, &db.Options{FS: fs})
+			require.NoError(t, err)
+			require.NoError(t, d.Close())
+		})
+	}
+}
