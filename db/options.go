@@ -6,8 +6,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/memtable"
-	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/prefix"
+	"github.com/stratadb/strata/vfs"
 )
 
 // Compression selects how table blocks are compressed.
@@ -72,7 +72,10 @@ func (t IndexType) String() string {
 	return "unknown"
 }
 
-// FS is the file-system interface every file access goes through.
+// FS is the file-system interface every file access of a DB goes through:
+// vfs.FS, whose package has the contract an implementation keeps, the OS's
+// (vfs.Default), an in-memory one for tests (vfs.NewMem) and what a wrapper
+// must forward.
 type FS = vfs.FS
 
 // Options configure a DB at Open. The zero value of each field means its
@@ -272,7 +275,9 @@ type Options struct {
 	// KeepLogFileNum-1. It has no effect with Options.Logger set or when
 	// ReadOnly. Default: 1000.
 	KeepLogFileNum int
-	// FS is the file system. Default: the operating system's.
+	// FS is the file system every file of the database is read and
+	// written through (see package vfs): vfs.NewMem for a database in
+	// memory, or a wrapper. Default: vfs.Default, the operating system's.
 	FS FS
 	// MergeOperator combines the operands written with DB.Merge (see
 	// merge_builtin.go for the built-ins under RocksDB's names). Default: none, and

@@ -36,6 +36,7 @@ var layer = map[string]int{
 	"internal/batch":       1,
 	"internal/optionsfile": 1,
 	"internal/vfs/errorfs": 1,
+	"vfs":                  1, // the public face of internal/vfs
 	"internal/iterator":    1,
 	"internal/memtable":    2,
 	"table":                2,

@@ -1,7 +1,14 @@
 // Package vfs is the file-system interface every file access of the engine
 // goes through: the OS by default, an in-memory file system for tests, and a
-// fault-injecting wrapper (package errorfs) for durability tests. It is not
-// covered by the API contract.
+// fault-injecting wrapper (package errorfs) for durability tests.
+//
+// The public package github.com/stratadb/strata/vfs re-exports FS, File,
+// Linker, MemFS, Default, NewMem and ErrLocked as aliases (nothing under
+// internal/ may import a public package, so the definitions live here).
+// Their method sets and documented behaviour are therefore public API:
+// adding a method to FS or File breaks every user's implementation, and the
+// public package's comment is the contract users implement. Everything else
+// here (the mapped WAL, mapped reads, errorfs) stays internal.
 package vfs
 
 import (
