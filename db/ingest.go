@@ -413,6 +413,9 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 			ingestRange{level: e.Level, smallest: e.Meta.Smallest.UserKey, largest: e.Meta.Largest.UserKey})
 	}
 	err := d.mu.versions.LogAndApply(ve)
+	// Emptying the whole list is right because ingestions run one at a
+	// time: ingestApply runs under the commit lock (DB.exclusive), so no
+	// other ingestion's ranges can be in it.
 	d.comp.ingesting = d.comp.ingesting[:0]
 	d.mu.cond.Broadcast()
 	if err != nil {
