@@ -17,9 +17,9 @@
 #   chart     one long fillrandom,overwrite run of dbbench drawing
 #             throughput and p99 over time into docs/img/fill-overwrite.svg
 #   report    the markdown tables of docs/benchmarks.md (OUT/tables.md) and
-#             docs/img/ratios.svg, by scripts/benchchart
+#             docs/img/ratios.svg, by bench/chart
 #
-# The first two phases are the peer suite, scripts/peers/run_baselines.sh
+# The first two phases are the peer suite, bench/peers/run_baselines.sh
 # (PEERS_DIR), with our binary added through ROCKSDB_BENCHES. Databases live
 # under DATA (default /dev/shm/strata-bench) and are removed at the end.
 # Summaries: python3 $PEERS_DIR/summarize.py OUT/<phase>/results.tsv
@@ -29,7 +29,7 @@ set -uo pipefail
 
 OUT=${1:-/tmp/strata-bench}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PEERS_DIR=${PEERS_DIR:-"$ROOT/scripts/peers"}
+PEERS_DIR=${PEERS_DIR:-"$ROOT/bench/peers"}
 DATA=${DATA:-/dev/shm/strata-bench}
 PHASES=${PHASES:-"peers main bigcache overwrite chart report"}
 NUM=${NUM:-1000000}
@@ -119,7 +119,7 @@ for phase in $PHASES; do
 		grep -P '\toverwrite ' "$OUT/overwrite/results.tsv" >"$OUT/overwrite-only.tsv"
 		# benchchart is its own module (gonum stays out of the library's).
 		chartbin="$(cd "$OUT" && pwd)/benchchart"
-		go build -C "$ROOT/scripts/benchchart" -o "$chartbin" . || exit 1
+		go build -C "$ROOT/bench/chart" -o "$chartbin" . || exit 1
 		chart() { "$chartbin" "$@"; }
 		all="$OUT/peers/results.tsv $OUT/main/results.tsv"
 		{

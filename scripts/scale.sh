@@ -2,8 +2,8 @@
 # Scale runs: how Strata and Pebble behave from 1M to 50M keys, in one
 # window (engines interleaved at each N). Build first:
 #   go build -o /tmp/dbbench ./cmd/dbbench
-#   (cd scripts/peers && go build -o /tmp/peerbench .)
-#   go build -C scripts/benchchart -o /tmp/benchchart .     # for the chart
+#   (cd bench/peers && go build -o /tmp/peerbench .)
+#   go build -C bench/chart -o /tmp/benchchart .     # for the chart
 # then: scripts/scale.sh            (or SCALE_NS="100000 300000" SCALE_READS=100000 scripts/scale.sh)
 #
 # For each N and each engine, with the flags of scripts/side-by-side.sh

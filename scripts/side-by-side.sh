@@ -6,7 +6,7 @@
 #
 # Build first:
 #   go build -o /tmp/dbbench ./cmd/dbbench
-#   (cd scripts/peers && go build -o /tmp/peerbench .)
+#   (cd bench/peers && go build -o /tmp/peerbench .)
 # Then: scripts/side-by-side.sh > /tmp/sbs.txt   (REPS=3 by default;
 # ENGINES="strata pebble rocksdb" adds RocksDB's own db_bench, from
 # apt-get install rocksdb-tools: an assertion build, so its writes are slow)

@@ -57,7 +57,7 @@ func (c writeCounts) writeAmp() float64 {
 }
 
 // printWriteAmp prints, where the engine counts its writes, one line of
-// its own that scripts can grep (scripts/peers prints the same fields for
+// its own that scripts can grep (bench/peers prints the same fields for
 // Pebble as "pebble.stats: ..."):
 //
 //	strata.stats: write_amp=3.214 user_bytes=123 wal_bytes=123 flush_bytes=100 compact_bytes=295

@@ -7,7 +7,7 @@
 // It is a module of its own, so that gonum stays out of the library's
 // module; from the repository root:
 //
-//	go build -C scripts/benchchart -o /tmp/benchchart .
+//	go build -C bench/chart -o /tmp/benchchart .
 //	/tmp/benchchart -o docs/img/ratios.svg -base pebble \
 //		-engines strata,rocksdb,pebble /tmp/strata-bench/*/results.tsv
 //

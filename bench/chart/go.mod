@@ -1,4 +1,4 @@
-module github.com/stratadb/strata/scripts/benchchart
+module github.com/stratadb/strata/bench/chart
 
 go 1.26.0
 
