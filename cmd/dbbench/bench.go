@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stratadb/strata/bench/dbgen"
 )
 
 // bench runs the -benchmarks list against one engine, db_bench's Benchmark.
@@ -18,7 +20,7 @@ type bench struct {
 	out      io.Writer     // result lines
 	errOut   io.Writer     // notes
 	progress *progressLine // on errOut when it is a terminal; nil = none
-	kg       keyGen
+	kg       dbgen.KeyGen
 	seedBase int64
 	rep      *reporter // nil = no -report_file
 
@@ -38,7 +40,7 @@ type method func(t *threadState) error
 // shared with its siblings.
 type threadState struct {
 	tid    int
-	rand   *mt64
+	rand   *dbgen.MT64
 	stats  stats
 	shared *sharedState
 }
@@ -172,7 +174,7 @@ func (b *bench) runThreads(n int, m method) (*stats, error) {
 	threads := make([]*threadState, n)
 	for i := range threads {
 		b.threadsStarted++
-		t := &threadState{tid: i, rand: newMT64(uint64(b.seedBase + b.threadsStarted)), shared: shared}
+		t := &threadState{tid: i, rand: dbgen.NewMT64(uint64(b.seedBase + b.threadsStarted)), shared: shared}
 		t.stats.histOn = b.cfg.histogram
 		t.stats.rep = b.rep
 		t.stats.progress = b.progress
@@ -219,7 +221,7 @@ func (b *bench) newKeys(n int64) [][]byte {
 // randomKey fills key from the next draw of t's generator, db_bench's
 // GetRandomKey + GenerateKeyFromInt over the whole -num range.
 func (b *bench) randomKey(t *threadState, key []byte) {
-	b.kg.fill(key, t.rand.Next()%uint64(max(b.cfg.num, 1)), b.cfg.num)
+	b.kg.Fill(key, t.rand.Next()%uint64(max(b.cfg.num, 1)), b.cfg.num)
 }
 
 // duration stops a loop after maxOps ops, or after maxSeconds when that is

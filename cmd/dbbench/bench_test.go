@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stratadb/strata/bench/dbgen"
 	"github.com/stretchr/testify/require"
 )
 
@@ -144,11 +145,11 @@ func TestBench_SeekNextsStayInPrefixFake(t *testing.T) {
 		c := parse(t, "-num=100", "-prefix_size=8", "-keys_per_prefix=2", "-seek_nexts=10", "-reads=50",
 			fmt.Sprintf("-total_order_seek=%v", total))
 		e := newFakeEngine(c.prefixSize)
-		b := &bench{cfg: c, eng: e, kg: keyGen{prefixSize: 8, keysPerPrefix: 2}}
+		b := &bench{cfg: c, eng: e, kg: dbgen.KeyGen{PrefixSize: 8, KeysPerPrefix: 2}}
 		b.resetPerBenchmark()
-		w := &threadState{rand: newMT64(1), shared: &sharedState{total: 1}}
+		w := &threadState{rand: dbgen.NewMT64(1), shared: &sharedState{total: 1}}
 		require.NoError(t, b.writeSeq(w))
-		r := &threadState{rand: newMT64(2), shared: &sharedState{total: 1}}
+		r := &threadState{rand: dbgen.NewMT64(2), shared: &sharedState{total: 1}}
 		require.NoError(t, b.seekRandom(r))
 		require.Equal(t, "(50 of 50 found)\n", r.stats.message)
 		entries := r.stats.bytes / (16 + 100)

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stratadb/strata/bench/dbgen"
+)
 
 // Merge benchmarks, as db_bench's MergeRandom and ReadRandomMergeRandom:
 // keys are drawn from -merge_keys (default -num), values are -value_size
@@ -28,13 +32,13 @@ func (b *bench) mergeRandom(t *threadState) error {
 	c := b.cfg
 	n := b.readWrites()
 	d := b.newDuration(c.duration, n)
-	vg := newValueGen(c.compRatio, c.valueSize)
+	vg := dbgen.NewValueGen(c.compRatio, c.valueSize)
 	key := make([]byte, b.keySize)
 	mk := b.mergeKeys()
 	var bytes int64
 	for !d.done(1) {
 		t.rand.Next() // database selector
-		b.kg.fill(key, t.rand.Next()%mk, int64(mk))
+		b.kg.Fill(key, t.rand.Next()%mk, int64(mk))
 		if err := b.eng.Merge(key, vg.Generate(c.valueSize), b.wo); err != nil {
 			return fmt.Errorf("merge error: %w", err)
 		}
@@ -52,14 +56,14 @@ func (b *bench) readRandomMergeRandom(t *threadState) error {
 	c := b.cfg
 	n := b.readWrites()
 	d := b.newDuration(c.duration, n)
-	vg := newValueGen(c.compRatio, c.valueSize)
+	vg := dbgen.NewValueGen(c.compRatio, c.valueSize)
 	key := make([]byte, b.keySize)
 	mk := b.mergeKeys()
 	var gets, merges, hits int64
 	maxLen := 0
 	for !d.done(1) {
 		t.rand.Next() // database selector
-		b.kg.fill(key, t.rand.Next()%mk, int64(mk))
+		b.kg.Fill(key, t.rand.Next()%mk, int64(mk))
 		if int(t.rand.Next()%100) < c.mergeReadPercent {
 			if err := b.eng.Merge(key, vg.Generate(c.valueSize), b.wo); err != nil {
 				return fmt.Errorf("merge error: %w", err)

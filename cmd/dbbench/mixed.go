@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stratadb/strata/bench/dbgen"
+)
 
 // readWhileWriting runs -threads readrandom threads plus thread 0, a
 // writer that overwrites random keys until every reader has finished. As
@@ -16,7 +20,7 @@ func (b *bench) readWhileWriting(t *threadState) error {
 func (b *bench) bgWriter(t *threadState) error {
 	t.stats.excluded = true
 	c := b.cfg
-	vg := newValueGen(c.compRatio, c.valueSize)
+	vg := dbgen.NewValueGen(c.compRatio, c.valueSize)
 	keys := b.newKeys(1)
 	vals := make([][]byte, 1)
 	var nbytes int64

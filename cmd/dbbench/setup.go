@@ -11,6 +11,8 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"time"
+
+	"github.com/stratadb/strata/bench/dbgen"
 )
 
 // run sets up the database directory, the engine and the reporter, runs
@@ -56,7 +58,7 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 		}()
 	}
 	b := &bench{cfg: c, out: stdout, errOut: stderr,
-		kg: keyGen{prefixSize: c.prefixSize, keysPerPrefix: c.keysPerPrefix}}
+		kg: dbgen.KeyGen{PrefixSize: c.prefixSize, KeysPerPrefix: c.keysPerPrefix}}
 	if c.progressReports && isTerminal(stderr) {
 		b.progress = &progressLine{w: stderr}
 		defer b.progress.clear() // before realMain prints an error

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stratadb/strata/bench/dbgen"
+)
 
 // Write benchmarks: fillseq, fillbatch (fillseq in batches of 1000),
 // fillrandom, overwrite, fillsync (fillrandom over -num/1000 keys, synced)
@@ -25,7 +29,7 @@ func (b *bench) doWrite(t *threadState, random bool) error {
 	if b.num != c.num {
 		t.stats.addMessage(fmt.Sprintf("(%d ops)", b.num))
 	}
-	vg := newValueGen(c.compRatio, c.valueSize)
+	vg := dbgen.NewValueGen(c.compRatio, c.valueSize)
 	keys := b.newKeys(b.batch)
 	vals := make([][]byte, b.batch)
 	var next uint64
@@ -41,7 +45,7 @@ func (b *bench) doWrite(t *threadState, random bool) error {
 			} else {
 				next++
 			}
-			b.kg.fill(keys[j], v, c.num)
+			b.kg.Fill(keys[j], v, c.num)
 			vals[j] = vg.Generate(c.valueSize)
 			bytes += int64(c.valueSize + b.keySize)
 		}

@@ -45,6 +45,7 @@ var layer = map[string]int{
 	"internal/testutil":    4, // test-only helpers
 	"stress":               4, // the harness behind cmd/stress (a tool above the library, not API)
 	"tool":                 4, // the verbs of cmd/strata, importable by users
+	"bench/dbgen":          4, // db_bench's key and value streams, for cmd/dbbench and bench/peers (not API)
 	"cmd/dbbench":          5,
 	"cmd/sstdump":          5,
 	"cmd/strata":           5,

@@ -1,19 +1,25 @@
-package main
+// Package dbgen generates the keys, values and random key sequence of
+// RocksDB's db_bench (tools/db_bench_tool.cc, v7.8.3), bit for bit, so that
+// one command line gives the same workload on RocksDB, on Strata's
+// cmd/dbbench and on the peer harness in bench/peers (Pebble, goleveldb,
+// Badger). It is shared by those tools and is not covered by the API
+// contract.
+package dbgen
 
 // Key and value generators that reproduce the byte streams of RocksDB's
 // db_bench (tools/db_bench_tool.cc, v7.8.3), so one command line gives the
 // same workload here and there:
 //
-//   - mt64 is std::mt19937_64, db_bench's per-thread Random64; every random
+//   - MT64 is std::mt19937_64, db_bench's per-thread Random64; every random
 //     key is one Next() taken modulo -num.
-//   - parkMiller is RocksDB's util/random.h Random (Park-Miller, 16807 mod
+//   - ParkMiller is RocksDB's util/random.h Random (Park-Miller, 16807 mod
 //     2^31-1); db_bench seeds one with 301 to build its value buffer.
-//   - valueGen is db_bench's RandomGenerator for fixed-size values.
-//   - keyGen is Benchmark::GenerateKeyFromInt.
+//   - ValueGen is db_bench's RandomGenerator for fixed-size values.
+//   - KeyGen is Benchmark::GenerateKeyFromInt.
 
-// mt64 is the 64-bit Mersenne Twister. Its output is bit-exact with the C++
+// MT64 is the 64-bit Mersenne Twister. Its output is bit-exact with the C++
 // standard's std::mt19937_64 for the same seed.
-type mt64 struct {
+type MT64 struct {
 	state [mtN]uint64
 	idx   int // next state word to temper; mtN means "regenerate first"
 }
@@ -27,8 +33,8 @@ const (
 	mtInitMult  = 6364136223846793005
 )
 
-func newMT64(seed uint64) *mt64 {
-	m := &mt64{idx: mtN}
+func NewMT64(seed uint64) *MT64 {
+	m := &MT64{idx: mtN}
 	m.state[0] = seed
 	for i := 1; i < mtN; i++ {
 		p := m.state[i-1]
@@ -38,7 +44,7 @@ func newMT64(seed uint64) *mt64 {
 }
 
 // twist regenerates the whole state block.
-func (m *mt64) twist() {
+func (m *MT64) twist() {
 	for i := 0; i < mtN; i++ {
 		y := m.state[i]&mtUpperMask | m.state[(i+1)%mtN]&mtLowerMask
 		v := m.state[(i+mtM)%mtN] ^ y>>1
@@ -51,7 +57,7 @@ func (m *mt64) twist() {
 }
 
 // Next returns the next output, as std::mt19937_64::operator().
-func (m *mt64) Next() uint64 {
+func (m *MT64) Next() uint64 {
 	if m.idx >= mtN {
 		m.twist()
 	}
@@ -64,20 +70,20 @@ func (m *mt64) Next() uint64 {
 	return x
 }
 
-// parkMiller is RocksDB's Random: seed' = seed*16807 mod (2^31-1), computed
+// ParkMiller is RocksDB's Random: seed' = seed*16807 mod (2^31-1), computed
 // without division. Its seed is always in [1, 2^31-2].
-type parkMiller struct{ seed uint32 }
+type ParkMiller struct{ seed uint32 }
 
-func newParkMiller(s uint32) *parkMiller {
+func NewParkMiller(s uint32) *ParkMiller {
 	const m = 1<<31 - 1
 	s &= m
 	if s == 0 || s == m {
 		s = 1
 	}
-	return &parkMiller{seed: s}
+	return &ParkMiller{seed: s}
 }
 
-func (r *parkMiller) Next() uint32 {
+func (r *ParkMiller) Next() uint32 {
 	const m = 1<<31 - 1
 	p := uint64(r.seed) * 16807
 	// (p >> 31) + (p & m) is p mod m, up to one subtraction.
@@ -89,22 +95,22 @@ func (r *parkMiller) Next() uint32 {
 	return s
 }
 
-func (r *parkMiller) Uniform(n uint32) uint32 { return r.Next() % n }
+func (r *ParkMiller) Uniform(n uint32) uint32 { return r.Next() % n }
 
-// valueGen hands out values from a fixed buffer of at least 1 MiB made of
+// ValueGen hands out values from a fixed buffer of at least 1 MiB made of
 // 100-byte pieces; each piece repeats int(100*ratio) random printable bytes,
 // so a value compresses to about ratio of its size. Values are taken
 // sequentially and wrap to the start when one would overrun the buffer.
-// Each benchmark thread owns one valueGen.
-type valueGen struct {
+// Each benchmark thread owns one ValueGen.
+type ValueGen struct {
 	data []byte
 	pos  int
 }
 
 const valueBufferMin = 1 << 20
 
-func newValueGen(ratio float64, valueSize int) *valueGen {
-	rnd := newParkMiller(301)
+func NewValueGen(ratio float64, valueSize int) *ValueGen {
+	rnd := NewParkMiller(301)
 	limit := max(valueBufferMin, valueSize)
 	raw := max(int(100*ratio), 1)
 	data := make([]byte, 0, limit+100)
@@ -120,12 +126,12 @@ func newValueGen(ratio float64, valueSize int) *valueGen {
 			piece += n
 		}
 	}
-	return &valueGen{data: data}
+	return &ValueGen{data: data}
 }
 
 // Generate returns the next n bytes; the slice aliases the shared buffer
 // and must not be modified.
-func (g *valueGen) Generate(n int) []byte {
+func (g *ValueGen) Generate(n int) []byte {
 	if g.pos+n > len(g.data) {
 		g.pos = 0
 	}
@@ -133,7 +139,7 @@ func (g *valueGen) Generate(n int) []byte {
 	return g.data[g.pos-n : g.pos]
 }
 
-// keyGen builds db_bench keys from integers.
+// KeyGen builds db_bench keys from integers.
 //
 // The key size is the length of the destination buffer. Layout with
 // keysPerPrefix == 0:
@@ -145,21 +151,21 @@ func (g *valueGen) Generate(n int) []byte {
 //
 //	| low min(8,prefixSize) bytes of p, big-endian | '0' x (prefixSize-8) |
 //	| low min(8,keySize-prefixSize) bytes of v, big-endian | '0' padding |
-type keyGen struct {
-	prefixSize    int
-	keysPerPrefix int64
+type KeyGen struct {
+	PrefixSize    int
+	KeysPerPrefix int64
 }
 
-// fill writes the key for v into dst; len(dst) >= prefixSize.
-func (kg *keyGen) fill(dst []byte, v uint64, numKeys int64) {
+// Fill writes the key for v into dst; len(dst) >= prefixSize.
+func (kg *KeyGen) Fill(dst []byte, v uint64, numKeys int64) {
 	pos := 0
-	if kg.keysPerPrefix > 0 {
-		numPrefix := max(numKeys/kg.keysPerPrefix, 1)
-		putBigEndian(dst[:min(kg.prefixSize, 8)], v%uint64(numPrefix))
-		for i := 8; i < kg.prefixSize; i++ {
+	if kg.KeysPerPrefix > 0 {
+		numPrefix := max(numKeys/kg.KeysPerPrefix, 1)
+		putBigEndian(dst[:min(kg.PrefixSize, 8)], v%uint64(numPrefix))
+		for i := 8; i < kg.PrefixSize; i++ {
 			dst[i] = '0'
 		}
-		pos = kg.prefixSize
+		pos = kg.PrefixSize
 	}
 	n := min(len(dst)-pos, 8)
 	putBigEndian(dst[pos:pos+n], v)
