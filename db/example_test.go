@@ -389,3 +389,24 @@ func ExampleLogger() {
 	// Output:
 	// level=INFO msg=option section=DBOptions name=wal_recovery_mode value=kTolerateCorruptedTailRecords
 }
+
+// Iterating over the keys with one prefix, with no prefix extractor: the
+// prefix is the lower bound and PrefixUpperBound the upper bound.
+func ExamplePrefixUpperBound() {
+	dir, _ := os.MkdirTemp("", "strata-example")
+	defer os.RemoveAll(dir)
+	d, _ := db.Open(dir, &db.Options{CreateIfMissing: true})
+	defer d.Close()
+	for _, k := range []string{"event:1", "event:2", "user:1", "user:2", "users"} {
+		d.Put([]byte(k), nil, nil)
+	}
+	p := []byte("user:")
+	it := d.NewIterator(&db.ReadOptions{LowerBound: p, UpperBound: db.PrefixUpperBound(p)})
+	defer it.Close()
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		fmt.Println(string(it.Key()))
+	}
+	// Output:
+	// user:1
+	// user:2
+}

@@ -356,7 +356,12 @@ type ReadOptions struct {
 	// UpperBound is the exclusive upper bound of iteration; nil for none.
 	UpperBound []byte
 	// PrefixSameAsStart stops iteration when the key's prefix differs from
-	// the prefix of the key given to the last Seek/SeekForPrev.
+	// the prefix of the key given to the last Seek/SeekForPrev. The prefix
+	// is the Options.PrefixExtractor's: without an extractor (or for a Seek
+	// key outside its domain) it has no effect, and iteration is over the
+	// whole key order. To walk the keys with a given byte prefix without an
+	// extractor, set LowerBound to the prefix and UpperBound to
+	// PrefixUpperBound(prefix).
 	PrefixSameAsStart bool
 	// TotalOrderSeek never uses prefix filters.
 	TotalOrderSeek bool
