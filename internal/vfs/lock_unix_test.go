@@ -1,0 +1,61 @@
+//go:build unix
+
+package vfs
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFcntlLock_ExcludesOtherProcess runs the lock that macOS and the BSDs
+// use (the fcntl record lock alone, see flock) here: a child process takes
+// it and holds it; this process is refused with ErrLocked until the child
+// exits, then gets it. fcntl locks belong to the process, so only a second
+// process can show the exclusion.
+func TestFcntlLock_ExcludesOtherProcess(t *testing.T) {
+	if name := os.Getenv("STRATA_FCNTL_CHILD"); name != "" {
+		f, err := os.OpenFile(name, os.O_RDWR, 0)
+		if err == nil {
+			rc, cerr := f.SyscallConn()
+			if err = cerr; err == nil {
+				err = fcntlLock(rc)
+			}
+		}
+		if err != nil {
+			os.Stdout.WriteString("error " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Stdout.WriteString("locked\n")
+		time.Sleep(time.Minute) // until the parent kills it
+		os.Exit(0)
+	}
+	name := filepath.Join(t.TempDir(), "LOCK")
+	require.NoError(t, os.WriteFile(name, nil, 0o644))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFcntlLock_ExcludesOtherProcess$")
+	cmd.Env = append(os.Environ(), "STRATA_FCNTL_CHILD="+name)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "locked\n", line)
+
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	require.NoError(t, err)
+	err = fcntlLock(rc)
+	require.True(t, errors.Is(err, ErrLocked), "a second process's fcntl lock: %v", err)
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.NoError(t, fcntlLock(rc), "the lock once its holder exited")
+}
