@@ -530,35 +530,3 @@ func (d *DB) manualFIFOLocked() error {
 	}
 	return d.mu.bgErr
 }
-
-// writeStall is what the write path must do about compaction debt.
-type writeStall int
-
-const (
-	stallNone     writeStall = iota
-	stallSlowdown            // delay each write a little
-	stallStop                // wait for compaction before rotating the memtable
-)
-
-// writeStallLocked applies RocksDB's stall rules for leveled compaction:
-// L0 file count against the slowdown and stop triggers, and the estimated
-// pending compaction bytes against the soft and hard limits. FIFO never
-// stalls on them, and neither does a DB whose automatic compactions are
-// disabled (nothing would end the stall). d.mu must be held.
-func (d *DB) writeStallLocked() writeStall {
-	if d.opts.CompactionStyle != LevelCompaction || d.comp.disableAuto.Load() {
-		return stallNone
-	}
-	l0 := d.l0CountLocked()
-	if l0 >= d.l0Stop() {
-		return stallStop
-	}
-	pending := d.pendingCompactionBytesLocked()
-	if pending >= uint64(d.opts.HardPendingCompactionBytesLimit) {
-		return stallStop
-	}
-	if l0 >= d.l0Slowdown() || pending >= uint64(d.opts.SoftPendingCompactionBytesLimit) {
-		return stallSlowdown
-	}
-	return stallNone
-}

@@ -416,14 +416,6 @@ func (d *DB) evIngested(files []*ingestFile, ve *version.Edit, seq base.SeqNum) 
 	d.events.push(func() { l.TableIngested(info) })
 }
 
-// stallReasonLocked names the cause of a stallStop. d.mu must be held.
-func (d *DB) stallReasonLocked() string {
-	if d.l0CountLocked() >= d.l0Stop() {
-		return "too many L0 files"
-	}
-	return "pending compaction bytes"
-}
-
 func ingestPaths(files []*ingestFile) []string {
 	out := make([]string, len(files))
 	for i, f := range files {

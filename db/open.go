@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
-	"github.com/stratadb/strata/internal/batch"
 	"github.com/stratadb/strata/internal/cache"
-	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/version"
 )
 
@@ -233,161 +230,6 @@ func (d *DB) open() error {
 	}
 	d.updateReadStateLocked()
 	d.maybeScheduleCompactionLocked()
-	return nil
-}
-
-// recoverWALsLocked replays the WALs that may hold unflushed writes, in
-// order. A writable DB flushes what it recovered to L0 and starts a new WAL;
-// a read-only one keeps it in memtables. d.mu must be held.
-func (d *DB) recoverWALsLocked(logs []uint64) error {
-	vs := d.mu.versions
-	minLog := vs.LogNumber()
-	var toReplay []uint64
-	for _, n := range logs {
-		if n >= minLog || (n != 0 && n == vs.PrevLogNumber()) {
-			toReplay = append(toReplay, n)
-		}
-	}
-	d.mu.summaryPrefix = keyRangePrefix(vs.Current())
-	// An empty arena: the first recovered batch replaces it with a full
-	// write buffer, and a database without WAL records allocates none.
-	mem, err := d.newMemTable(0, 0, 0)
-	if err != nil {
-		return err
-	}
-	d.mu.mem = mem
-	killpoint.Maybe("open.before_wal_replay")
-	// The last WAL, whose torn tail is what a crash leaves, is the newest
-	// one that holds a record: newer ones that hold none (created, or
-	// preallocated, before a crash or a failed Open wrote to them) say
-	// nothing about whether the older one's tail was synced.
-	lastIdx := len(toReplay) - 1
-	for lastIdx > 0 {
-		held, err := d.walHoldsRecord(toReplay[lastIdx])
-		if err != nil {
-			return err
-		}
-		if held {
-			break
-		}
-		lastIdx--
-	}
-	for i, n := range toReplay {
-		stop, err := d.replayWALLocked(n, i >= lastIdx)
-		if err != nil {
-			return err
-		}
-		if stop {
-			break // point-in-time recovery met damage: newer WALs are not applied
-		}
-	}
-	if d.opts.ReadOnly {
-		return nil
-	}
-	// Move every recovered memtable to L0, and start the new WAL in the
-	// same MANIFEST edit.
-	if !d.mu.mem.Empty() {
-		d.mu.imm = append(d.mu.imm, d.mu.mem)
-	}
-	newLog := vs.NextFileNum()
-	ve := &version.Edit{LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
-		LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
-	for _, m := range d.mu.imm {
-		meta, err := d.writeLevel0TableLocked(m.MemTable)
-		if err != nil {
-			return err
-		}
-		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
-	}
-	// No read view lists the recovered memtables yet (Open installs the
-	// first after recovery): the DB's reference is the only one.
-	for _, m := range d.mu.imm {
-		d.noteSummaryPrefixLocked(m) // ends with the newest of two keys or more
-		m.unref(d)
-	}
-	if d.mu.mem.Empty() {
-		d.mu.mem.unref(d)
-	}
-	d.mu.imm = nil
-	d.mu.mem = nil
-	// The edit is durable before the new WAL exists, as in RocksDB (which
-	// records the recovered WALs as flushed before DB::Open creates the
-	// next one). An Open that fails later, creating the WAL or writing its
-	// first bytes on a full disk, then leaves a directory whose MANIFEST
-	// no longer names the replayed WALs: a retry neither replays them
-	// again nor reads a torn tail of theirs as the tail of an older WAL
-	// followed by the new one.
-	killpoint.Maybe("open.before_recovery_manifest")
-	if err := vs.LogAndApply(ve); err != nil {
-		return errors.Wrap(err, "strata: recording recovery in MANIFEST")
-	}
-	for _, nf := range ve.NewFiles {
-		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
-	}
-	if err := d.openWALLocked(newLog); err != nil {
-		return err
-	}
-	if d.mu.mem, err = d.newMemTable(newLog, 0, d.nextMemTableSizeLocked()); err != nil {
-		return err
-	}
-	return nil
-}
-
-// keyRangePrefix returns the common prefix of the smallest and the largest
-// user key of v's tables, or nil when it has none: the first memtable's
-// summary prefix (see memtable.SetSummaryPrefix).
-func keyRangePrefix(v *version.Version) []byte {
-	var lo, hi []byte
-	found := false
-	for _, files := range v.Levels {
-		for _, f := range files {
-			if !found || base.CompareUser(f.Smallest.UserKey, lo) < 0 {
-				lo = f.Smallest.UserKey
-			}
-			if !found || base.CompareUser(f.Largest.UserKey, hi) > 0 {
-				hi = f.Largest.UserKey
-			}
-			found = true
-		}
-	}
-	if !found {
-		return nil
-	}
-	return bytes.Clone(lo[:base.SharedPrefixLen(lo, hi)])
-}
-
-// applyRecoveredLocked applies one recovered batch, moving full memtables
-// aside (to be flushed by the caller, or kept when read-only).
-func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) error {
-	need := arenaNeed(b)
-	if int64(need) > maxBatchArena {
-		// RocksDB's memtables grow; ours are one arena of at most
-		// memtable.MaxArenaSize bytes, which the batch cannot fit in.
-		return errors.Wrapf(ErrInvalidArgument, "strata: WAL %s offset %d: a batch of %d bytes and %d records needs %d memtable bytes, above the limit of %d",
-			name, offset, b.Len(), b.Count(), need, maxBatchArena)
-	}
-	if !d.mu.mem.fits(need) {
-		// Replay fills whole write buffers: small ones would only make
-		// small L0 tables.
-		d.noteSummaryPrefixLocked(d.mu.mem)
-		m, err := d.newMemTable(0, need, int(d.writeBufferSize.Load()))
-		if err != nil {
-			return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)
-		}
-		if !d.mu.mem.Empty() {
-			d.mu.imm = append(d.mu.imm, d.mu.mem)
-		} else {
-			d.mu.mem.unref(d) // in no read view yet
-		}
-		d.mu.mem = m
-	}
-	last, err := applyBatch(d.mu.mem.MemTable, b, b.Seq(), false)
-	if err != nil {
-		return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
-	}
-	if uint64(last) > d.visibleSeq.Load() {
-		d.visibleSeq.Store(uint64(last))
-	}
 	return nil
 }
 

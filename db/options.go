@@ -470,3 +470,57 @@ func (o *Options) validate() error {
 	}
 	return nil
 }
+
+// WALRecoveryMode chooses what Open does with damaged write-ahead logs.
+// The values and their numbers are RocksDB's WALRecoveryMode; the OPTIONS
+// file records the mode as wal_recovery_mode, under RocksDB's name.
+//
+// Damage is a fragment whose checksum, length or type is wrong, fragments
+// out of order, a batch that does not decode, a zero-filled region with
+// records after it, or a torn tail: a log that ends inside a record (what a
+// crash during a write leaves).
+type WALRecoveryMode int
+
+const (
+	// WALRecoveryTolerateCorruptedTail (RocksDB's
+	// kTolerateCorruptedTailRecords) is the default: a torn tail of the
+	// newest WAL is dropped (those writes were never acknowledged); any
+	// other damage fails Open with ErrCorruption naming the file and
+	// offset. Unlike RocksDB, a torn tail in an older WAL is damage too
+	// (Strata syncs a WAL before it starts the next one). A zero-filled
+	// header ends the newest WAL even if records follow it (a power loss
+	// can leave unsynced blocks as zeroes); in an older WAL, records after
+	// zeroes are damage: applying the newer WALs would leave a hole in the
+	// history.
+	WALRecoveryTolerateCorruptedTail WALRecoveryMode = iota
+	// WALRecoveryAbsoluteConsistency (kAbsoluteConsistency): any damage,
+	// a torn tail of the newest WAL included, fails Open with
+	// ErrCorruption. For databases that were shut down cleanly.
+	WALRecoveryAbsoluteConsistency
+	// WALRecoveryPointInTime (kPointInTimeRecovery, RocksDB's default):
+	// replay stops at the first damage; Open succeeds with every record
+	// before it and none after it, in that WAL or in any newer one. The
+	// database is then a consistent prefix of its history.
+	WALRecoveryPointInTime
+	// WALRecoverySkipAnyCorrupted (kSkipAnyCorruptedRecords): damaged
+	// records are skipped and replay goes on with the next readable one.
+	// Open succeeds, possibly with holes in the history; for salvage.
+	WALRecoverySkipAnyCorrupted
+)
+
+var walRecoveryModeNames = [...]string{
+	"kTolerateCorruptedTailRecords",
+	"kAbsoluteConsistency",
+	"kPointInTimeRecovery",
+	"kSkipAnyCorruptedRecords",
+}
+
+// String returns RocksDB's name of the mode, as the OPTIONS file writes it.
+func (m WALRecoveryMode) String() string {
+	if m < 0 || int(m) >= len(walRecoveryModeNames) {
+		return fmt.Sprintf("WALRecoveryMode(%d)", int(m))
+	}
+	return walRecoveryModeNames[m]
+}
+
+func (m WALRecoveryMode) valid() bool { return m >= 0 && int(m) < len(walRecoveryModeNames) }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -199,96 +198,9 @@ func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum, concurr
 	return seq - 1, nil
 }
 
-// setBackgroundError records the first error that makes further writes
-// unsafe. Reads keep working.
-func (d *DB) setBackgroundError(err error) {
-	d.mu.Lock()
-	d.setBgErrLocked(err)
-	d.mu.cond.Broadcast()
-	d.mu.Unlock()
-}
-
-// setBgErrLocked records err as the background error unless one is set.
-// d.mu must be held.
-func (d *DB) setBgErrLocked(err error) {
-	if d.mu.bgErr == nil {
-		d.mu.bgErr = err
-		d.roomFree.Store(false)
-		d.evBackgroundError(err)
-	}
-}
-
-// refreshRoomFreeLocked recomputes roomFree. d.mu must be held.
-func (d *DB) refreshRoomFreeLocked() {
-	d.roomFree.Store(d.mu.bgErr == nil && d.writeStallLocked() != stallSlowdown)
-}
-
 // arenaNeed estimates the arena bytes a batch takes in a memtable.
 func arenaNeed(b *batch.Batch) int {
 	// Per record: a node with the tallest tower and a trailer; the key and
 	// value bytes are within b.Len().
 	return b.Len() + int(b.Count())*int(perRecordArena)
-}
-
-// makeRoomForWriteLocked makes sure the mutable memtable can take b,
-// rotating it and stalling as needed. d.mu must be held; it is released
-// while waiting.
-func (d *DB) makeRoomForWriteLocked(b *batch.Batch) error {
-	need := arenaNeed(b)
-	slowed := false
-	for {
-		if d.mu.bgErr != nil {
-			return d.mu.bgErr
-		}
-		if d.mu.closing || d.closed.Load() {
-			// Close has begun: it wakes stalled writers (they hold the
-			// commit lock, which Close needs to drain the pipeline) and
-			// they give up here.
-			return errors.Wrap(ErrClosed, "strata: database is closed")
-		}
-		stall := d.writeStallLocked()
-		switch {
-		case !slowed && stall == stallSlowdown:
-			// Delay this write by a millisecond, once, to let compaction
-			// catch up without stopping writes.
-			slowed = true
-			d.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			d.stats.stallMicros.Add(1000)
-			d.mu.Lock()
-			continue
-		case d.mu.mem.fits(need):
-			return nil
-		case d.commit.unpublished.Load() > 0:
-			// The memtable is replaced only with no write inserting into
-			// it or waiting to be published (see commitPipeline).
-			d.mu.Unlock()
-			d.commit.waitDrainedLocked()
-			d.mu.Lock()
-			continue
-		case len(d.mu.imm) >= d.opts.MaxWriteBufferNumber-1:
-			// Every memtable is full: wait for a flush.
-			d.evStallBeginLocked("memtables full")
-			d.stallLocked()
-			continue
-		case stall == stallStop:
-			d.evStallBeginLocked(d.stallReasonLocked())
-			d.stallLocked()
-			continue
-		}
-		if err := d.rotateMemtableLocked(need); err != nil {
-			return err
-		}
-	}
-}
-
-// stallLocked waits for background work to change the picture. d.mu must be
-// held.
-func (d *DB) stallLocked() {
-	start := time.Now()
-	d.maybeScheduleFlushLocked()
-	d.maybeScheduleCompactionLocked()
-	d.mu.cond.Wait()
-	d.stats.stallMicros.Add(uint64(time.Since(start).Microseconds()))
-	d.stats.stalls.Add(1)
 }
