@@ -16,14 +16,6 @@ import (
 // before it is renamed to its final name (RocksDB uses the same suffix).
 const checkpointTempSuffix = ".tmp"
 
-// testingCheckpointPinned, when set by a test, runs after Checkpoint has
-// pinned the version it copies and before it links the first table.
-var testingCheckpointPinned func()
-
-// testingCheckpointFlushed, when set by a test, runs after Checkpoint's
-// flush and before it pins the version.
-var testingCheckpointFlushed func()
-
 // Checkpoint makes a consistent, openable copy of the database in dir, which
 // must not exist yet (ErrInvalidArgument otherwise) and must be on the same
 // file system as the database for table files to be shared.
@@ -70,8 +62,8 @@ func (d *DB) Checkpoint(dir string) (err error) {
 			return errors.Wrap(err, "strata: Checkpoint: flushing the memtable")
 		}
 	}
-	if testingCheckpointFlushed != nil {
-		testingCheckpointFlushed()
+	if f := d.testing.checkpointFlushed; f != nil {
+		f()
 	}
 	if err := d.beginOp("Checkpoint"); err != nil {
 		return err
@@ -125,8 +117,8 @@ func (d *DB) Checkpoint(dir string) (err error) {
 	// Tables v alone keeps become obsolete at the next flush, compaction or
 	// Close, as for any released version.
 	defer d.unrefVersion(v)
-	if testingCheckpointPinned != nil {
-		testingCheckpointPinned()
+	if f := d.testing.checkpointPinned; f != nil {
+		f()
 	}
 
 	var wals []uint64

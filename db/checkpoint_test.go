@@ -156,7 +156,7 @@ func TestCheckpointPinsItsVersion(t *testing.T) {
 	before, err := fs.List("/db")
 	require.NoError(t, err)
 	var hookErr error
-	testingCheckpointPinned = func() {
+	d.testing.checkpointPinned = func() {
 		// Overwrite everything and compact: every table of the pinned
 		// version leaves the current one.
 		for j := 0; j < 50 && hookErr == nil; j++ {
@@ -166,7 +166,6 @@ func TestCheckpointPinsItsVersion(t *testing.T) {
 			hookErr = d.CompactRange(nil, nil)
 		}
 	}
-	defer func() { testingCheckpointPinned = nil }()
 	require.NoError(t, d.Checkpoint("/ck"))
 	require.NoError(t, hookErr)
 	require.Equal(t, want, ckptScan(t, fs, "/ck"))
@@ -374,15 +373,17 @@ func TestCheckpointPrefixWithIngestAfterFlush(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	var hookErr error
-	testingCheckpointFlushed = func() {
-		testingCheckpointFlushed = nil
+	hookRan := false
+	d.testing.checkpointFlushed = func() {
+		d.testing.checkpointFlushed = nil
+		hookRan = true
 		hookErr = d.Put([]byte("a"), []byte("put"), nil)
 		if hookErr == nil {
 			hookErr = d.Ingest([]string{"/ext.sst"}, nil)
 		}
 	}
-	defer func() { testingCheckpointFlushed = nil }()
 	require.NoError(t, d.Checkpoint("/ck"))
+	require.True(t, hookRan, "Checkpoint did not run its after-flush hook")
 	require.NoError(t, hookErr)
 
 	c, err := Open("/ck", &Options{FS: fs})

@@ -138,6 +138,12 @@ type DB struct {
 	// used concurrently), runs in every read between loading the read view
 	// and loading the sequence number (see readState).
 	testingBetweenViewAndSeq func()
+	// testing holds the other hooks tests set (through export_test.go or
+	// directly, before the DB is used concurrently); all nil in production,
+	// so each costs its call site one nil check. On the DB rather than in
+	// package globals so that tests setting them share no process-wide
+	// state.
+	testing testingHooks
 	// testingCompactionFault, when not faultNone (set by tests only,
 	// through SetCompactionFault), plants a known bug in every compaction
 	// that starts afterwards, so that a test can show the stress harness
@@ -320,4 +326,19 @@ func (d *DB) Close() error {
 	d.stopEvents()
 	err = errors.CombineErrors(err, d.closeInfoLog())
 	return err
+}
+
+// testingHooks are the test hooks of a DB (see DB.testing).
+type testingHooks struct {
+	// checkpointFlushed runs after Checkpoint's flush and before it pins
+	// the version.
+	checkpointFlushed func()
+	// checkpointPinned runs after Checkpoint has pinned the version it
+	// copies and before it links the first table.
+	checkpointPinned func()
+	// ingestAfterLink runs after each file Ingest links into the database
+	// directory (crash tests).
+	ingestAfterLink func(fileNum uint64)
+	// ingestBeforeManifest runs just before the ingestion's MANIFEST edit.
+	ingestBeforeManifest func()
 }

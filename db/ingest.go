@@ -336,16 +336,12 @@ func (d *DB) linkIngestFiles(files []*ingestFile, move bool) error {
 				return errors.Wrapf(err, "strata: Ingest: syncing %s", name)
 			}
 		}
-		if testingIngestAfterLink != nil {
-			testingIngestAfterLink(f.fileNum)
+		if hook := d.testing.ingestAfterLink; hook != nil {
+			hook(f.fileNum)
 		}
 	}
 	return d.syncDir()
 }
-
-// testingIngestAfterLink, when set by a test, runs after each file is
-// linked into the database directory (crash tests).
-var testingIngestAfterLink func(fileNum uint64)
 
 func syncFile(fs vfs.FS, name string) error {
 	fh, err := fs.Open(name)
@@ -402,8 +398,8 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 		m := f.metadata(seq)
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: d.ingestLevelLocked(v, m), Meta: m})
 	}
-	if testingIngestBeforeManifest != nil {
-		testingIngestBeforeManifest()
+	if f := d.testing.ingestBeforeManifest; f != nil {
+		f()
 	}
 	// LogAndApply releases d.mu while it writes: until the edit is in the
 	// current version, the picker must treat the files' levels and ranges
@@ -440,10 +436,6 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	d.maybeScheduleCompactionLocked()
 	return nil
 }
-
-// testingIngestBeforeManifest, when set by a test, runs just before the
-// ingestion's MANIFEST edit.
-var testingIngestBeforeManifest func()
 
 // memtablesOverlapLocked reports whether a memtable holds a key or a range
 // deletion inside a file's range. d.mu must be held.

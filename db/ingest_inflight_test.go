@@ -87,7 +87,7 @@ func TestIngestRegistersWithClose(t *testing.T) {
 
 	closeErr := make(chan error, 1)
 	var closedDuringIngest bool
-	db.SetIngestHooks(func(uint64) {
+	db.SetIngestHooks(d, func(uint64) {
 		go func() { closeErr <- d.Close() }()
 		// Close must wait for this Ingest: if it returns within the guard,
 		// it did not (a guard against a hang, not a timing the pass needs).
@@ -98,7 +98,6 @@ func TestIngestRegistersWithClose(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}, nil)
-	defer db.SetIngestHooks(nil, nil)
 	ingestErr := d.Ingest([]string{"/ext.sst"}, nil)
 	require.NoError(t, <-closeErr)
 	require.False(t, closedDuringIngest, "Close returned while an Ingest was running")

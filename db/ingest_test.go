@@ -394,12 +394,11 @@ func TestIngestCrashAllOrNothing(t *testing.T) {
 		fs   *vfs.MemFS
 	}
 	var images []image
-	db.SetIngestHooks(func(n uint64) {
+	db.SetIngestHooks(d, func(n uint64) {
 		images = append(images, image{fmt.Sprintf("after link of %06d", n), fs.CrashClone()})
 	}, func() {
 		images = append(images, image{"before MANIFEST", fs.CrashClone()})
 	})
-	defer db.SetIngestHooks(nil, nil)
 	require.NoError(t, d.Ingest([]string{"/e1.sst", "/e2.sst"}, &db.IngestOptions{Move: true}))
 	images = append(images, image{"after Ingest", fs.CrashClone()})
 	require.NoError(t, d.Close())
