@@ -102,57 +102,6 @@ func TestLevelTargets_DynamicL0Backlog(t *testing.T) {
 	}
 }
 
-// TestPickLeveled_DynamicL0IntoBase checks that L0 compacts into the base
-// level: the last level of an empty database, L5 of a small one.
-func TestPickLeveled_DynamicL0IntoBase(t *testing.T) {
-	l0 := func(v *Version) {
-		for i := uint64(0); i < 4; i++ {
-			v.Levels[0] = append(v.Levels[0], sized(100+i, 10))
-		}
-	}
-	v := &Version{}
-	l0(v)
-	p := v.PickLeveled(dynOpts, nil, &[NumLevels][]byte{})
-	require.NotNil(t, p)
-	require.Equal(t, 0, p.StartLevel)
-	require.Equal(t, NumLevels-1, p.OutputLevel)
-	require.Len(t, p.Inputs[0], 4)
-
-	v = &Version{}
-	l0(v)
-	v.Levels[6] = []*FileMetadata{sized(1, 500)}
-	p = v.PickLeveled(dynOpts, nil, &[NumLevels][]byte{})
-	require.NotNil(t, p)
-	require.Equal(t, 5, p.OutputLevel)
-
-	// Without Dynamic the same version compacts L0 into L1.
-	o := dynOpts
-	o.Dynamic = false
-	p = v.PickLeveled(o, nil, &[NumLevels][]byte{})
-	require.NotNil(t, p)
-	require.Equal(t, 1, p.OutputLevel)
-
-	// A seek compaction of an L0 file goes to the base level too.
-	p, st := v.PickSeek(v.Levels[0][0], 0, v.BaseLevel(dynOpts), nil)
-	require.Equal(t, SeekPicked, st)
-	require.Equal(t, 5, p.OutputLevel)
-}
-
-// TestPickLeveled_DynamicDataAboveBase: L1 data of a database written with
-// the option off scores against its dynamic target and compacts into L2.
-func TestPickLeveled_DynamicDataAboveBase(t *testing.T) {
-	v := &Version{}
-	v.Levels[1] = []*FileMetadata{sized(1, 300)}
-	v.Levels[6] = []*FileMetadata{sized(2, 500)}
-	s, baseLevel := v.ScoresAndBase(dynOpts)
-	require.Equal(t, 1, baseLevel)
-	require.InDelta(t, 3.0, s[1], 1e-9)
-	p := v.PickLeveled(dynOpts, nil, &[NumLevels][]byte{})
-	require.NotNil(t, p)
-	require.Equal(t, 1, p.StartLevel)
-	require.Equal(t, 2, p.OutputLevel)
-}
-
 // TestPendingCompactionBytes_Dynamic: L2 holds 500 bytes over a 1e6-byte
 // L6: its static target (1000) holds it, its dynamic one (100) does not;
 // the estimate follows the options asked (the memo is per options).

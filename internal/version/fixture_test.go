@@ -121,13 +121,14 @@ func fixtureManifest(t *testing.T, dir string) (string, []byte) {
 }
 
 // fixtureDirs lists the RocksDB fixture directories under testdata (not
-// testdata/fuzz, the fuzz corpus).
+// testdata/fuzz, the fuzz corpus, nor the datadriven files such as
+// testdata/compaction_picker).
 func fixtureDirs(t *testing.T) []string {
 	dirs, err := filepath.Glob("testdata/*")
 	require.NoError(t, err)
 	out := dirs[:0]
 	for _, d := range dirs {
-		if filepath.Base(d) != "fuzz" {
+		if st, err := os.Stat(d); err == nil && st.IsDir() && filepath.Base(d) != "fuzz" {
 			out = append(out, d)
 		}
 	}
