@@ -15,18 +15,6 @@ func init() {
 	register("db", "delete", "DIR KEY [--hex]", dbDelete)
 }
 
-// prefixEnd is the smallest key above every key with prefix p (nil: none).
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
 // dbScan prints "KEY : VALUE" per live key, as ldb scan.
 func dbScan(t *T, c *cmdline) error {
 	if err := c.need(1, "DIR"); err != nil {
@@ -55,7 +43,7 @@ func dbScan(t *T, c *cmdline) error {
 		if ro.LowerBound == nil || bytes.Compare(p, ro.LowerBound) > 0 {
 			ro.LowerBound = p
 		}
-		if end := prefixEnd(p); end != nil && (ro.UpperBound == nil || bytes.Compare(end, ro.UpperBound) < 0) {
+		if end := db.PrefixUpperBound(p); end != nil && (ro.UpperBound == nil || bytes.Compare(end, ro.UpperBound) < 0) {
 			ro.UpperBound = end
 		}
 	}
