@@ -1,6 +1,9 @@
 package db
 
-import "github.com/stratadb/strata/internal/batch"
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/batch"
+)
 
 // Batch is a sequence of writes applied atomically by DB.Write, encoded in
 // RocksDB's WriteBatch layout. The slices given to its methods are copied.
@@ -15,9 +18,96 @@ type Batch struct {
 	// err is the first record refused for size; once set the batch stops
 	// growing and Write returns it.
 	err error
-	// hasMerge: the batch holds a merge operand (Write refuses it when no
-	// merge operator is configured).
+	// hasMerge: the batch holds a merge operand for the default family
+	// (Write refuses it when no merge operator is configured).
 	hasMerge bool
+	// usesDefault: a record names the default family (through the plain
+	// methods or its handle).
+	usesDefault bool
+	// fams are the other families records name, in order of first use.
+	fams []batchFamily
+}
+
+// batchFamily is a family a batch's records name, and whether one of them
+// is a merge operand.
+type batchFamily struct {
+	cf    *ColumnFamily
+	merge bool
+}
+
+// family notes that a record names cf and returns its id; ok is false (and
+// the batch refuses further records) for a nil handle.
+func (b *Batch) family(cf *ColumnFamily, merge bool) (id uint32, ok bool) {
+	if cf == nil {
+		if b.err == nil {
+			b.err = errors.Wrap(ErrInvalidArgument, "strata: batch record for a nil column family")
+		}
+		return 0, false
+	}
+	if cf.id == 0 {
+		b.usesDefault = true
+		b.hasMerge = b.hasMerge || merge
+		return 0, true
+	}
+	for i := range b.fams {
+		if b.fams[i].cf == cf {
+			b.fams[i].merge = b.fams[i].merge || merge
+			return cf.id, true
+		}
+	}
+	b.fams = append(b.fams, batchFamily{cf: cf, merge: merge})
+	return cf.id, true
+}
+
+// PutCF adds a write of value under key in family cf.
+func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) {
+	if b.refuse(len(key), len(value), true) {
+		return
+	}
+	if id, ok := b.family(cf, false); ok {
+		b.b.PutCF(id, key, value)
+	}
+}
+
+// DeleteCF adds a deletion of key in family cf.
+func (b *Batch) DeleteCF(cf *ColumnFamily, key []byte) {
+	if b.refuse(len(key), 0, false) {
+		return
+	}
+	if id, ok := b.family(cf, false); ok {
+		b.b.DeleteCF(id, key)
+	}
+}
+
+// DeleteRangeCF adds a deletion of every key in [start, end) in family cf.
+func (b *Batch) DeleteRangeCF(cf *ColumnFamily, start, end []byte) {
+	if b.refuse(len(start), len(end), true) {
+		return
+	}
+	if id, ok := b.family(cf, false); ok {
+		b.b.DeleteRangeCF(id, start, end)
+	}
+}
+
+// SingleDeleteCF adds a single deletion of key in family cf (see
+// DB.SingleDelete).
+func (b *Batch) SingleDeleteCF(cf *ColumnFamily, key []byte) {
+	if b.refuse(len(key), 0, false) {
+		return
+	}
+	if id, ok := b.family(cf, false); ok {
+		b.b.SingleDeleteCF(id, key)
+	}
+}
+
+// MergeCF adds a merge operand for key in family cf.
+func (b *Batch) MergeCF(cf *ColumnFamily, key, operand []byte) {
+	if b.refuse(len(key), len(operand), true) {
+		return
+	}
+	if id, ok := b.family(cf, true); ok {
+		b.b.MergeCF(id, key, operand)
+	}
 }
 
 // NewBatch returns an empty batch.
@@ -29,6 +119,7 @@ func (b *Batch) Put(key, value []byte) {
 		return
 	}
 	b.b.Put(key, value)
+	b.usesDefault = true
 }
 
 // Delete adds a deletion of key.
@@ -37,6 +128,7 @@ func (b *Batch) Delete(key []byte) {
 		return
 	}
 	b.b.Delete(key)
+	b.usesDefault = true
 }
 
 // DeleteRange adds a deletion of every key in [start, end). An empty or
@@ -46,6 +138,7 @@ func (b *Batch) DeleteRange(start, end []byte) {
 		return
 	}
 	b.b.DeleteRange(start, end)
+	b.usesDefault = true
 }
 
 // refuse reports whether a record of the given sizes must not be added,
@@ -73,4 +166,9 @@ func (b *Batch) refuseSlow(keyLen, valueLen int, hasValue bool) bool {
 func (b *Batch) Count() int { return int(b.b.Count()) }
 
 // Reset empties the batch, keeping its memory, and forgets a refused write.
-func (b *Batch) Reset() { b.b.Reset(); b.err, b.hasMerge = nil, false }
+func (b *Batch) Reset() {
+	b.b.Reset()
+	b.err, b.hasMerge, b.usesDefault = nil, false, false
+	clear(b.fams)
+	b.fams = b.fams[:0]
+}

@@ -94,7 +94,11 @@ type commitPipeline struct {
 
 // writer is one write in the pipeline.
 type writer struct {
-	b          *batch.Batch
+	b *batch.Batch
+	// cf is the family of every record of b; with fams set (a batch over
+	// several families) it is nil and fams lists them.
+	cf         *ColumnFamily
+	fams       []*ColumnFamily
 	sync       bool
 	disableWAL bool
 	// last is the last sequence number of the batch; walEnd its record's
@@ -211,26 +215,44 @@ func (d *DB) commitWrite(w *writer) error {
 	}
 	b := w.b
 	rangeDels := b.HasRangeDeletion()
-	if rangeDels {
-		// Range tombstones have no concurrent insert path.
+	multi := w.fams != nil
+	if rangeDels || multi {
+		// Range tombstones have no concurrent insert path, and a batch
+		// over several families inserts alone.
 		c.waitDrainedLocked()
 	}
 
 	// Stage 1. With no stall and no background error, and room in the
-	// memtable, the write needs nothing guarded by d.mu: the memtable and
-	// the WAL are replaced only under c.mu, which this writer holds.
+	// memtable, the write needs nothing guarded by d.mu: the memtables,
+	// the families and the WAL are replaced only under c.mu, which this
+	// writer holds.
+	cf := w.cf
 	var err error
-	if !d.roomFree.Load() || !d.mu.mem.fits(arenaNeed(b)) {
+	if multi {
 		d.mu.Lock()
-		err = d.makeRoomForWriteLocked(b)
+		for _, f := range w.fams {
+			if err = d.makeRoomForWriteLocked(f, b); err != nil {
+				break
+			}
+		}
 		d.evStallEndLocked()
 		d.mu.Unlock()
-		if err != nil {
-			c.mu.Unlock()
-			return err
-		}
+	} else if cf.dropped.Load() {
+		err = errors.Wrapf(ErrInvalidArgument, "strata: column family %q (id %d) was dropped", cf.name, cf.id)
+	} else if !d.roomFree.Load() || !cf.mu.mem.fits(arenaNeed(b)) {
+		d.mu.Lock()
+		err = d.makeRoomForWriteLocked(cf, b)
+		d.evStallEndLocked()
+		d.mu.Unlock()
 	}
-	mem := d.mu.mem
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	var mem *memTable
+	if !multi {
+		mem = cf.mu.mem
+	}
 	logW, logF, logNum := d.mu.log.writer, d.mu.log.file, d.mu.log.num
 
 	seq := c.lastSeq + 1
@@ -253,14 +275,14 @@ func (d *DB) commitWrite(w *writer) error {
 	c.lastSeq = w.last
 
 	// Stage 2. Alone: insert under mu with the single-writer path.
-	alone := rangeDels || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked(mem)
+	alone := rangeDels || multi || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked(mem)
 	if alone && c.unpublished.Load() == 0 && !w.sync {
 		// Nothing is before this write and nothing can start until mu is
 		// released: publish directly.
 		// (A failed insert is a bug: the memtable was sized for the
 		// batch. Later writes fail on the background error; the numbers
 		// are published all the same, as on the queued path.)
-		_, err := applyBatch(mem.MemTable, b, seq, false)
+		err := w.applyAlone(mem, seq)
 		d.visibleSeq.Store(uint64(w.last))
 		c.mu.Unlock()
 		d.countWrite(w, b)
@@ -271,7 +293,7 @@ func (d *DB) commitWrite(w *writer) error {
 	}
 	c.enqueue(w)
 	if alone {
-		_, err = applyBatch(mem.MemTable, b, seq, false)
+		err = w.applyAlone(mem, seq)
 		c.mu.Unlock()
 		d.countWrite(w, b)
 	} else {
@@ -290,6 +312,17 @@ func (d *DB) commitWrite(w *writer) error {
 		err = d.syncWAL(logF, logNum, w.walEnd)
 	}
 	c.publish(d, w)
+	return err
+}
+
+// applyAlone inserts w's batch through the single-writer path: into mem,
+// or, for a batch over several families, into each record's family's
+// memtable.
+func (w *writer) applyAlone(mem *memTable, seq base.SeqNum) error {
+	if w.fams != nil {
+		return applyBatchFamilies(w.fams, w.b, seq)
+	}
+	_, err := applyBatch(mem.MemTable, w.b, seq, false)
 	return err
 }
 

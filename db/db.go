@@ -58,9 +58,9 @@ type DB struct {
 	lock    io.Closer
 	cache   *cache.Cache
 	tables  *tableCache
-	// seekCompactions: Gets charge wasted seeks to tables for
-	// read-triggered compactions (leveled, writable, not disabled).
-	seekCompactions bool
+	// def is the default column family, the one the DB's own methods act
+	// on; it is never dropped.
+	def *ColumnFamily
 	// rangeDelCounts: what reads learned of tables with no recorded
 	// range-deletion count (level_iter.go).
 	rangeDelCounts rangeDelCounts
@@ -89,13 +89,9 @@ type DB struct {
 	// applied to the memtable. Readers read at visibleSeq+1.
 	visibleSeq atomic.Uint64
 
-	// Mutable options (SetOptions), read without locks.
-	// (The compaction options are in comp.)
-	writeBufferSize atomic.Int64
-	extractor       atomic.Pointer[extractorHandle]
-	// iterCache holds the state of the last closed iterator, for reuse by
-	// the next NewIterator over the same read view (see iterState).
-	iterCache atomic.Pointer[iterState]
+	// maxBackgroundJobs is the mutable max_background_jobs (SetOptions);
+	// 0 means as in opts.
+	maxBackgroundJobs atomic.Int64
 	// setOptionsMu makes concurrent SetOptions calls apply one at a time.
 	setOptionsMu sync.Mutex
 
@@ -115,15 +111,7 @@ type DB struct {
 	logger   Logger
 	infoLogW *infoLogWriter
 
-	// readState is the current read view; see readState.
-	rsMu      sync.RWMutex
-	readState *readState
-
 	stats dbStats
-
-	// comp is the compaction scheduling state (compaction.go); part of it
-	// is guarded by mu, as its comments say.
-	comp compactionState
 
 	// identity is the IDENTITY file's database id.
 	identity string
@@ -157,20 +145,12 @@ type DB struct {
 		// background error is set and when the DB closes.
 		cond     sync.Cond
 		versions *version.VersionSet
-		// mem is the mutable memtable; imm are the immutable ones waiting
-		// for flush, oldest first. mem and log are replaced with
-		// commit.mu held too, so its holder may read them without mu.
-		mem *memTable
-		imm []*memTable
-		// memNextSize is the arena size of the next memtable the write path
-		// makes (see nextMemTableSizeLocked); 0 before the first.
-		memNextSize int
-		// summaryPrefix is what the next memtable's skiplists strip before
-		// summarizing keys (memtable.SetSummaryPrefix): the common prefix
-		// of the last memtable of two keys or more that was replaced, or at
-		// Open of the tables' key range.
-		summaryPrefix []byte
-
+		// fams are the live column families, by id (the default first).
+		// It changes with d.commit.mu held too (families are created and
+		// dropped with the pipeline drained).
+		fams []*ColumnFamily
+		// log is the current WAL. It is replaced with commit.mu held too,
+		// so its holder may read it without mu.
 		log struct {
 			num    uint64
 			file   vfs.File
@@ -180,8 +160,8 @@ type DB struct {
 		// bgErr, once set, stops all writes: the DB is read-only until
 		// reopened. It is set only through setBgErrLocked.
 		bgErr error
-		// flushing: a flush is running (one at a time). The compaction
-		// state guarded by mu is in DB.comp.
+		// flushing: a flush is running (one at a time, for every family).
+		// The compaction state guarded by mu is in each family's comp.
 		flushing bool
 		// stalled: a WriteStallBegin event awaits its end.
 		stalled bool
@@ -193,8 +173,11 @@ type DB struct {
 		// obsoleteTables are tables dropped from the current version, to be
 		// deleted once no version references them.
 		obsoleteTables []uint64
-		// wals are the WAL numbers on disk, ascending.
-		wals []uint64
+		// wals are the WAL numbers on disk, ascending, and walStarts the
+		// commit.walBytes position at which each began (for
+		// max_total_wal_size; 0 for those found at Open).
+		wals      []uint64
+		walStarts []uint64
 	}
 }
 
@@ -273,7 +256,7 @@ func (d *DB) Close() error {
 		d.mu.Lock()
 		if d.mu.bgErr == nil {
 			err = d.flushAllLocked()
-		} else if !d.mu.mem.Empty() || len(d.mu.imm) > 0 {
+		} else if d.unflushedLocked() {
 			// No flush runs after a background error, so this Close is not
 			// clean: writes made with DisableWAL that only the memtables
 			// hold are lost (the others are in the WAL and come back at the
@@ -300,10 +283,12 @@ func (d *DB) Close() error {
 		d.logf(slog.LevelWarn, "Close: leaked iterators and snapshots, still open at Close", "iterators", n, "snapshots", leakedSnaps)
 	}
 
-	if st := d.iterCache.Swap(nil); st != nil {
-		st.release()
-	}
 	d.mu.Lock()
+	for _, cf := range d.mu.fams {
+		if st := cf.iterCache.Swap(nil); st != nil {
+			st.release()
+		}
+	}
 	d.deleteObsoleteFilesLocked()
 	if d.mu.log.file != nil {
 		err = errors.CombineErrors(err, d.mu.log.writer.Flush())
@@ -316,7 +301,9 @@ func (d *DB) Close() error {
 	if d.mu.versions != nil {
 		err = errors.CombineErrors(err, d.mu.versions.Close())
 	}
-	d.releaseMemtablesLocked()
+	for _, cf := range d.mu.fams {
+		d.releaseMemtablesLocked(cf)
+	}
 	d.mu.Unlock()
 	d.tables.close()
 	d.memPool.Close()

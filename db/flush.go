@@ -20,30 +20,30 @@ import (
 // bulk load.
 const initialMemTableSize = 256 << 10
 
-// nextMemTableSizeLocked returns the arena size for the next memtable of the
-// write path and doubles the one after it, up to the write buffer size.
+// nextMemTableSizeLocked returns the arena size for cf's next memtable of
+// the write path and doubles the one after it, up to the write buffer size.
 // d.mu must be held.
-func (d *DB) nextMemTableSizeLocked() int {
-	wbs := int(d.writeBufferSize.Load())
-	size := min(wbs, max(d.mu.memNextSize, initialMemTableSize))
-	d.mu.memNextSize = min(wbs, 2*size)
+func (cf *ColumnFamily) nextMemTableSizeLocked() int {
+	wbs := int(cf.writeBufferSize.Load())
+	size := min(wbs, max(cf.mu.memNextSize, initialMemTableSize))
+	cf.mu.memNextSize = min(wbs, 2*size)
 	return size
 }
 
-// noteSummaryPrefixLocked takes the summary prefix for the memtables to
+// noteSummaryPrefixLocked takes the summary prefix for cf's memtables to
 // come from m, which is being replaced: the keys written next most likely
 // share what m's keys shared. d.mu must be held.
-func (d *DB) noteSummaryPrefixLocked(m *memTable) {
+func (cf *ColumnFamily) noteSummaryPrefixLocked(m *memTable) {
 	if p := m.CommonPrefix(); p != nil {
-		d.mu.summaryPrefix = p
+		cf.mu.summaryPrefix = p
 	}
 }
 
-// newMemTable makes a memtable whose arena has size bytes, or more when it
-// must hold need bytes. d.mu must be held. Open, SetOptions and the write path keep the size
-// within memtable.MaxArenaSize; a size beyond it is an ErrInvalidArgument
-// error, never a panic.
-func (d *DB) newMemTable(logNum uint64, need, size int) (*memTable, error) {
+// newMemTable makes a memtable of cf whose arena has size bytes, or more
+// when it must hold need bytes. d.mu must be held. Open, SetOptions and the
+// write path keep the size within memtable.MaxArenaSize; a size beyond it is
+// an ErrInvalidArgument error, never a panic.
+func (d *DB) newMemTable(cf *ColumnFamily, logNum uint64, need, size int) (*memTable, error) {
 	// The empty memtable's sentinels use arena bytes too: without room for
 	// need after them, fits(need) would never hold and the writer would
 	// rotate empty memtables forever.
@@ -55,39 +55,40 @@ func (d *DB) newMemTable(logNum uint64, need, size int) (*memTable, error) {
 	if reused {
 		d.arenaReuses.Add(1)
 	}
-	m.SetSummaryPrefix(d.mu.summaryPrefix)
+	m.SetSummaryPrefix(cf.mu.summaryPrefix)
 	mt := &memTable{MemTable: m, logNum: logNum, size: size}
 	mt.refs.Store(1) // the DB's, dropped when it is retired after its flush
 	return mt, nil
 }
 
-// rotateMemtableLocked makes the mutable memtable immutable, starts a new WAL
-// for its successor and schedules a flush. An empty memtable too small for
-// need is just replaced. d.mu must be held.
-func (d *DB) rotateMemtableLocked(need int) error {
-	size := d.nextMemTableSizeLocked()
+// rotateMemtableLocked makes cf's mutable memtable immutable, starts a new
+// WAL for its successor and schedules a flush. An empty memtable too small
+// for need is just replaced. The commit pipeline must be drained and d.mu
+// held.
+func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
+	size := cf.nextMemTableSizeLocked()
 	if d.closed.Load() {
 		// The final flush of Close: nothing is written after it, so the
 		// successor needs no room (a stray write would replace it, as an
 		// empty memtable too small for its need).
 		size = 0
 	}
-	if d.mu.mem.Empty() {
-		m, err := d.newMemTable(d.mu.mem.logNum, need, size)
+	if cf.mu.mem.Empty() {
+		m, err := d.newMemTable(cf, cf.mu.mem.logNum, need, size)
 		if err != nil {
 			return err
 		}
-		old := d.mu.mem
-		d.mu.mem = m
-		d.updateReadStateLocked()
+		old := cf.mu.mem
+		cf.mu.mem = m
+		d.updateReadStateLocked(cf)
 		// The replaced memtable is in no current structure: its arena
 		// goes once the readers of older views are done with it.
 		old.unref(d)
 		return nil
 	}
 	// Make the successor first: a failure leaves everything as it was.
-	d.noteSummaryPrefixLocked(d.mu.mem)
-	next, err := d.newMemTable(0, need, size)
+	cf.noteSummaryPrefixLocked(cf.mu.mem)
+	next, err := d.newMemTable(cf, 0, need, size)
 	if err != nil {
 		return err
 	}
@@ -96,12 +97,27 @@ func (d *DB) rotateMemtableLocked(need int) error {
 		next.unref(d) // never shared
 		return err
 	}
-	d.mu.imm = append(d.mu.imm, d.mu.mem)
+	cf.mu.imm = append(cf.mu.imm, cf.mu.mem)
 	next.logNum = logNum
-	d.mu.mem = next
-	d.updateReadStateLocked()
+	cf.mu.mem = next
+	d.advanceEmptyFamiliesLocked(logNum)
+	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
 	return nil
+}
+
+// advanceEmptyFamiliesLocked moves the families that hold no unflushed
+// write onto WAL logNum, which just became the current one: the older WALs
+// hold nothing of theirs, so they must not keep those WALs alive (RocksDB
+// does the same in SwitchMemtable). Only memory changes: at Open the
+// records of an older WAL for such a family are found flushed already, or
+// absent. d.mu must be held, with the commit pipeline drained.
+func (d *DB) advanceEmptyFamiliesLocked(logNum uint64) {
+	for _, cf := range d.mu.fams {
+		if len(cf.mu.imm) == 0 && cf.mu.mem.Empty() && cf.mu.mem.logNum < logNum {
+			cf.mu.mem.logNum = logNum
+		}
+	}
 }
 
 // openWALLocked creates WAL logNum and makes it the current one, closing the
@@ -162,6 +178,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 	}
 	d.mu.log.num = logNum
 	d.mu.wals = append(d.mu.wals, logNum)
+	d.mu.walStarts = append(d.mu.walStarts, d.commit.walBytes.Load())
 	d.mu.log.file = f
 	d.mu.log.writer = record.NewWriter(f, logNum)
 	d.evWALCreated(logNum, name)
@@ -169,9 +186,10 @@ func (d *DB) openWALLocked(logNum uint64) error {
 }
 
 // maybeScheduleFlushLocked starts a flush when one is due and none runs.
-// d.mu must be held.
+// One flush runs at a time for all families, oldest memtable first. d.mu
+// must be held.
 func (d *DB) maybeScheduleFlushLocked() {
-	if d.mu.flushing || len(d.mu.imm) == 0 || d.mu.closing || d.mu.bgErr != nil || d.opts.ReadOnly {
+	if d.mu.flushing || d.mu.closing || d.mu.bgErr != nil || d.opts.ReadOnly || d.oldestImmLocked() == nil {
 		return
 	}
 	d.mu.flushing = true
@@ -180,8 +198,12 @@ func (d *DB) maybeScheduleFlushLocked() {
 		defer d.mu.bgWG.Done()
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		for len(d.mu.imm) > 0 && d.mu.bgErr == nil {
-			if err := d.flushOldestLocked(); err != nil {
+		for d.mu.bgErr == nil {
+			cf := d.oldestImmLocked()
+			if cf == nil {
+				break
+			}
+			if err := d.flushOldestLocked(cf); err != nil {
 				d.setBgErrLocked(err)
 			}
 		}
@@ -191,38 +213,76 @@ func (d *DB) maybeScheduleFlushLocked() {
 	}()
 }
 
-// flushOldestLocked writes the oldest immutable memtable to an L0 table and
-// records it in the MANIFEST. d.mu must be held; it is released while the
-// table is written.
-func (d *DB) flushOldestLocked() error {
-	m := d.mu.imm[0]
-	// The WAL to keep after this flush: the next memtable's.
-	nextLog := d.mu.mem.logNum
-	if len(d.mu.imm) > 1 {
-		nextLog = d.mu.imm[1].logNum
+// oldestImmLocked returns the family whose oldest immutable memtable has
+// the oldest WAL, or nil when no family has one: flushing it first frees
+// WALs soonest. d.mu must be held.
+func (d *DB) oldestImmLocked() *ColumnFamily {
+	var best *ColumnFamily
+	for _, cf := range d.mu.fams {
+		if len(cf.mu.imm) > 0 && (best == nil || cf.mu.imm[0].logNum < best.mu.imm[0].logNum) {
+			best = cf
+		}
 	}
+	return best
+}
+
+// flushOldestLocked writes cf's oldest immutable memtable to an L0 table
+// and records it in the MANIFEST. d.mu must be held; it is released while
+// the table is written.
+func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
+	m := cf.mu.imm[0]
+	// The flush reads m without d.mu: a drop of the family meanwhile
+	// drops the family's reference, not this one.
+	m.refs.Add(1)
+	defer m.unref(d)
 	var meta *version.FileMetadata
 	var err error
 	start := time.Now()
-	ev := FlushInfo{JobID: d.newJobID(), InputBytes: uint64(m.ApproximateMemoryUsage())}
+	ev := FlushInfo{JobID: d.newJobID(), ColumnFamilyName: cf.name, InputBytes: uint64(m.ApproximateMemoryUsage())}
 	d.evFlushBegin(ev)
 	defer func() { d.evFlushEnd(ev, meta, start, err) }()
 	if !m.Empty() {
-		meta, err = d.writeLevel0TableLocked(m.MemTable)
+		meta, err = d.writeLevel0TableLocked(cf, m.MemTable)
 		if err != nil {
 			return err
 		}
 	}
+	vs := d.mu.versions
+	// No edit may slip in between the check of the drop and this edit
+	// (see version.VersionSet.WaitForWriter).
+	vs.WaitForWriter()
+	if cf.mu.vf.Dropped() {
+		// The family was dropped while its table was written: the table
+		// belongs to nothing.
+		if meta != nil {
+			delete(d.mu.pendingOutputs, meta.FileNum)
+			d.removeFile(base.FileKindTable, meta.FileNum)
+			meta = nil
+		}
+		return nil
+	}
+	// The WAL to keep after this flush: the next memtable's.
+	nextLog := cf.mu.mem.logNum
+	if len(cf.mu.imm) > 1 {
+		nextLog = cf.mu.imm[1].logNum
+	}
 	ve := &version.Edit{
-		LogNumber: nextLog, HasLogNumber: true,
+		ColumnFamily: cf.id,
+		LogNumber:    nextLog, HasLogNumber: true,
 		PrevLogNumber: 0, HasPrevLogNumber: true,
 		LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true,
 	}
 	if meta != nil {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
 	}
+	if len(d.mu.fams) > 1 {
+		// With several families the WALs to keep are not those of one
+		// family's log number: record the oldest any family needs, as
+		// RocksDB does, so that its tools see the same.
+		ve.MinLogNumberToKeep, ve.HasMinLogNumberToKeep = d.minLogToKeepAfterLocked(cf, nextLog), true
+	}
 	killpoint.Maybe("flush.before_manifest")
-	if err = d.mu.versions.LogAndApply(ve); err != nil {
+	if err = vs.LogAndApply(ve); err != nil {
 		err = errors.Wrap(err, "strata: recording flush in MANIFEST")
 		return err
 	}
@@ -231,9 +291,11 @@ func (d *DB) flushOldestLocked() error {
 		d.stats.flushes.Add(1)
 		d.stats.flushBytes.Add(meta.Size)
 		d.stats.level[0].bytesWritten.Add(meta.Size)
+		cf.stats.flushes.Add(1)
+		cf.stats.flushBytes.Add(meta.Size)
 	}
-	d.mu.imm = d.mu.imm[1:]
-	d.updateReadStateLocked()
+	cf.mu.imm = cf.mu.imm[1:]
+	d.updateReadStateLocked(cf)
 	// m is in no current structure now: once the readStates that list it
 	// are released (at once, unless a reader holds one), its arena is
 	// reused.
@@ -243,15 +305,31 @@ func (d *DB) flushOldestLocked() error {
 	return nil
 }
 
-// writeLevel0TableLocked writes the contents of m into a new table file.
-// d.mu must be held; it is released during the write.
-func (d *DB) writeLevel0TableLocked(m *memtable.MemTable) (*version.FileMetadata, error) {
+// minLogToKeepAfterLocked is the oldest WAL any family needs once cf's
+// oldest memtable is flushed and cf's log number is nextLog. d.mu must be
+// held.
+func (d *DB) minLogToKeepAfterLocked(cf *ColumnFamily, nextLog uint64) uint64 {
+	min := nextLog
+	for _, x := range d.mu.fams {
+		if x == cf {
+			continue
+		}
+		if n := x.minUnflushedLogLocked(); n < min {
+			min = n
+		}
+	}
+	return min
+}
+
+// writeLevel0TableLocked writes the contents of m, a memtable of cf, into a
+// new table file. d.mu must be held; it is released during the write.
+func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (*version.FileMetadata, error) {
 	fileNum := d.mu.versions.NextFileNum()
 	d.mu.pendingOutputs[fileNum] = struct{}{}
-	it := d.flushIter(m)
+	it := cf.flushIter(m)
 	d.mu.Unlock()
 	start := time.Now()
-	meta, err := d.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
+	meta, err := cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
 	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
 	d.mu.Lock()
 	if err != nil {
@@ -261,15 +339,29 @@ func (d *DB) writeLevel0TableLocked(m *memtable.MemTable) (*version.FileMetadata
 	return meta, nil
 }
 
-// flushAllLocked rotates a non-empty memtable and waits until every
-// memtable up to it is flushed. d.mu must be held.
-func (d *DB) flushAllLocked() error {
-	if !d.mu.mem.Empty() {
-		if err := d.rotateMemtableLocked(0); err != nil {
-			return err
+// unflushedLocked reports whether any family holds writes only in its
+// memtables. d.mu must be held.
+func (d *DB) unflushedLocked() bool {
+	for _, cf := range d.mu.fams {
+		if !cf.mu.mem.Empty() || len(cf.mu.imm) > 0 {
+			return true
 		}
 	}
-	for len(d.mu.imm) > 0 {
+	return false
+}
+
+// flushAllLocked rotates every non-empty memtable and waits until every
+// memtable up to them is flushed. The commit pipeline must be drained (or
+// closed) and d.mu held.
+func (d *DB) flushAllLocked() error {
+	for _, cf := range d.mu.fams {
+		if !cf.mu.mem.Empty() {
+			if err := d.rotateMemtableLocked(cf, 0); err != nil {
+				return err
+			}
+		}
+	}
+	for d.oldestImmLocked() != nil {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
@@ -279,9 +371,15 @@ func (d *DB) flushAllLocked() error {
 	return d.mu.bgErr
 }
 
-// Flush writes the memtable to a table file; the data is durable on return.
-func (d *DB) Flush() error {
-	if err := d.checkOpen(); err != nil {
+// Flush writes the default family's memtable to a table file; the data is
+// durable on return.
+func (d *DB) Flush() error { return d.def.Flush() }
+
+// Flush writes the family's memtable to a table file; the data is durable
+// on return.
+func (cf *ColumnFamily) Flush() error {
+	d := cf.d
+	if err := cf.check(d); err != nil {
 		return err
 	}
 	if d.opts.ReadOnly {
@@ -296,14 +394,14 @@ func (d *DB) Flush() error {
 	// covers every write acknowledged before Flush was called.
 	var flushed *memTable
 	if err := d.exclusive(func() (err error) {
-		flushed, err = d.rotateForFlush()
+		flushed, err = d.rotateForFlush(cf)
 		return err
 	}); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for flushed != nil && d.isImmutableLocked(flushed) {
+	for flushed != nil && cf.isImmutableLocked(flushed) {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
@@ -316,26 +414,29 @@ func (d *DB) Flush() error {
 	return d.mu.bgErr
 }
 
-// rotateForFlush rotates for a Flush call, with the commit pipeline drained.
-// It returns the memtable the flush must wait for, if any.
-func (d *DB) rotateForFlush() (*memTable, error) {
+// rotateForFlush rotates cf for a Flush call, with the commit pipeline
+// drained. It returns the memtable the flush must wait for, if any.
+func (d *DB) rotateForFlush(cf *ColumnFamily) (*memTable, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.mu.bgErr != nil {
 		return nil, d.mu.bgErr
 	}
-	if d.mu.mem.Empty() {
-		if n := len(d.mu.imm); n > 0 {
-			return d.mu.imm[n-1], nil
+	if cf.mu.vf.Dropped() {
+		return nil, errors.Wrapf(ErrInvalidArgument, "strata: column family %q was dropped", cf.name)
+	}
+	if cf.mu.mem.Empty() {
+		if n := len(cf.mu.imm); n > 0 {
+			return cf.mu.imm[n-1], nil
 		}
 		return nil, nil
 	}
-	flushed := d.mu.mem
-	return flushed, d.rotateMemtableLocked(0)
+	flushed := cf.mu.mem
+	return flushed, d.rotateMemtableLocked(cf, 0)
 }
 
-func (d *DB) isImmutableLocked(m *memTable) bool {
-	for _, x := range d.mu.imm {
+func (cf *ColumnFamily) isImmutableLocked(m *memTable) bool {
+	for _, x := range cf.mu.imm {
 		if x == m {
 			return true
 		}

@@ -29,6 +29,7 @@ const (
 // comparison against the bound given in ReadOptions.
 type Iterator struct {
 	d     *DB
+	cf    *ColumnFamily
 	st    *iterState // nil once closed
 	iter  *iterator.Merging
 	snap  base.SeqNum
@@ -82,9 +83,15 @@ var errIterClosed = errors.Wrap(ErrClosed, "strata: iterator closed")
 
 // NewIterator returns an iterator over the state at ro.Snapshot (or now).
 // It is positioned nowhere: call a Seek method first. Close it when done.
-func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
-	it := &Iterator{d: d}
-	if err := d.checkOpen(); err != nil {
+func (d *DB) NewIterator(ro *ReadOptions) *Iterator { return d.def.NewIterator(ro) }
+
+// NewIterator returns an iterator over the family (see DB.NewIterator).
+// For a dropped family it returns an iterator that is not Valid and whose
+// Err wraps ErrInvalidArgument.
+func (cf *ColumnFamily) NewIterator(ro *ReadOptions) *Iterator {
+	d := cf.d
+	it := &Iterator{d: d, cf: cf}
+	if err := cf.check(d); err != nil {
 		it.err, it.closed = err, true
 		return it
 	}
@@ -92,7 +99,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		ro = &ReadOptions{}
 	}
 	// The read view first, then the sequence number: see readState.
-	rs := d.loadReadState()
+	rs := cf.loadReadState()
 	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(rs, ro)
 	if err != nil {
@@ -110,7 +117,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator {
 		it.upper = append([]byte{}, ro.UpperBound...)
 	}
 	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
-	it.h = d.extractor.Load()
+	it.h = cf.extractor.Load()
 	st, err := d.acquireIterState(rs, snap)
 	if err != nil {
 		it.err, it.closed = err, true

@@ -130,10 +130,19 @@ func (d *DB) fullMerge(key, existing []byte, operands [][]byte) ([]byte, error) 
 // database opened without a merge operator.
 var errMergeWithoutOperator = errors.Wrap(ErrInvalidArgument, "strata: Merge needs Options.MergeOperator")
 
-// Merge adds operand to the merge operands of key; reads combine them with
-// Options.MergeOperator. Without an operator it returns ErrInvalidArgument.
-func (d *DB) Merge(key, operand []byte, wo *WriteOptions) error {
-	if d.opts.MergeOperator == nil {
+// Merge adds operand to the merge operands of key in the default family;
+// reads combine them with Options.MergeOperator. Without an operator it
+// returns ErrInvalidArgument.
+func (d *DB) Merge(key, operand []byte, wo *WriteOptions) error { return d.def.Merge(key, operand, wo) }
+
+// Merge adds operand to the merge operands of key in the family; reads
+// combine them with the family's MergeOperator. Without one it returns
+// ErrInvalidArgument.
+func (cf *ColumnFamily) Merge(key, operand []byte, wo *WriteOptions) error {
+	if cf != nil && cf.opts.MergeOperator == nil {
+		if err := cf.check(cf.d); err != nil {
+			return err
+		}
 		return errMergeWithoutOperator
 	}
 	if err := checkBatchGrowth(0, 0, len(key), len(operand), true); err != nil {
@@ -141,26 +150,29 @@ func (d *DB) Merge(key, operand []byte, wo *WriteOptions) error {
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()
-	b.Merge(key, operand)
-	err := d.write(b, wo)
+	b.MergeCF(cf.id, key, operand)
+	err := cf.write(b, wo)
 	batchPool.Put(b)
 	return err
 }
 
-// SingleDelete removes key, which must have been Put exactly once since it
-// was last deleted, with RocksDB's semantics: the single deletion removes
-// the one Put it meets, and compaction drops both. Mixing SingleDelete with
-// Delete, DeleteRange or Merge of the same key, or Putting the key more
-// than once before the SingleDelete, gives undefined results (an older value
-// may reappear). Use Delete when unsure.
-func (d *DB) SingleDelete(key []byte, wo *WriteOptions) error {
+// SingleDelete removes key from the default family, which must have been
+// Put exactly once since it was last deleted, with RocksDB's semantics: the
+// single deletion removes the one Put it meets, and compaction drops both.
+// Mixing SingleDelete with Delete, DeleteRange or Merge of the same key, or
+// Putting the key more than once before the SingleDelete, gives undefined
+// results (an older value may reappear). Use Delete when unsure.
+func (d *DB) SingleDelete(key []byte, wo *WriteOptions) error { return d.def.SingleDelete(key, wo) }
+
+// SingleDelete removes key from the family (see DB.SingleDelete).
+func (cf *ColumnFamily) SingleDelete(key []byte, wo *WriteOptions) error {
 	if err := checkBatchGrowth(0, 0, len(key), 0, false); err != nil {
 		return err
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()
-	b.SingleDelete(key)
-	err := d.write(b, wo)
+	b.SingleDeleteCF(cf.id, key)
+	err := cf.write(b, wo)
 	batchPool.Put(b)
 	return err
 }
@@ -171,7 +183,7 @@ func (b *Batch) Merge(key, operand []byte) {
 		return
 	}
 	b.b.Merge(key, operand)
-	b.hasMerge = true
+	b.hasMerge, b.usesDefault = true, true
 }
 
 // SingleDelete adds a single deletion of key (see DB.SingleDelete).
@@ -180,6 +192,7 @@ func (b *Batch) SingleDelete(key []byte) {
 		return
 	}
 	b.b.SingleDelete(key)
+	b.usesDefault = true
 }
 
 // mergeBuf holds merge operands copied out of engine memory: one byte

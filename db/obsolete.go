@@ -34,15 +34,28 @@ func (d *DB) deleteObsoleteFilesLocked() {
 		n++
 	}
 	d.mu.wals = d.mu.wals[n:]
+	d.mu.walStarts = d.mu.walStarts[n:]
 }
 
-// minUnflushedLogLocked is the oldest WAL still holding unflushed writes.
-// d.mu must be held.
+// minUnflushedLogLocked is the oldest WAL still holding unflushed writes of
+// any family. d.mu must be held.
 func (d *DB) minUnflushedLogLocked() uint64 {
-	if len(d.mu.imm) > 0 {
-		return d.mu.imm[0].logNum
+	min := uint64(1<<64 - 1)
+	for _, cf := range d.mu.fams {
+		if n := cf.minUnflushedLogLocked(); n < min {
+			min = n
+		}
 	}
-	return d.mu.mem.logNum
+	return min
+}
+
+// minUnflushedLogLocked is the oldest WAL still holding unflushed writes of
+// cf. d.mu must be held.
+func (cf *ColumnFamily) minUnflushedLogLocked() uint64 {
+	if len(cf.mu.imm) > 0 {
+		return cf.mu.imm[0].logNum
+	}
+	return cf.mu.mem.logNum
 }
 
 // removeFile deletes a file; failures are not errors (the next Open sweeps

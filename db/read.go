@@ -29,19 +29,26 @@ func (d *DB) readSeq(rs *readState, ro *ReadOptions) (base.SeqNum, error) {
 // with no live value gives ErrNotFound itself, unwrapped: a miss is an
 // answer, not a failure, and building a wrapped error with a stack trace
 // costs more than the lookup.
-func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) { return d.def.Get(key, ro) }
+
+// Get returns the value of key in the family (see DB.Get).
+func (cf *ColumnFamily) Get(key []byte, ro *ReadOptions) ([]byte, error) {
+	d := cf.d
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
+	if cf.dropped.Load() {
+		return nil, cf.check(d)
+	}
 	// The read view first, then the sequence number: see readState.
-	rs := d.loadReadState()
+	rs := cf.loadReadState()
 	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(rs, ro)
 	if err != nil {
 		rs.unref()
 		return nil, err
 	}
-	v, err := d.get(rs, key, snap, d.extractor.Load())
+	v, err := d.get(rs, key, snap, cf.extractor.Load())
 	rs.unref()
 	return v, err
 }
@@ -49,6 +56,13 @@ func (d *DB) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 // MultiGet returns the value or error for each key, all read at one
 // sequence number.
 func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
+	return d.def.MultiGet(keys, ro)
+}
+
+// MultiGet returns the value or error for each key of the family, all read
+// at one sequence number.
+func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
+	d := cf.d
 	vals := make([][]byte, len(keys))
 	errs := make([]error, len(keys))
 	fail := func(err error) ([][]byte, []error) {
@@ -57,18 +71,18 @@ func (d *DB) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []error) {
 		}
 		return vals, errs
 	}
-	if err := d.checkOpen(); err != nil {
+	if err := cf.check(d); err != nil {
 		return fail(err)
 	}
 	// The read view first, then the sequence number: see readState.
-	rs := d.loadReadState()
+	rs := cf.loadReadState()
 	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(rs, ro)
 	if err != nil {
 		rs.unref()
 		return fail(err)
 	}
-	h := d.extractor.Load()
+	h := cf.extractor.Load()
 	for i, k := range keys {
 		vals[i], errs[i] = d.get(rs, k, snap, h)
 	}

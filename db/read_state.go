@@ -49,6 +49,7 @@ type readState struct {
 	closed  bool
 	version *version.Version
 	db      *DB
+	cf      *ColumnFamily
 
 	tombOnce sync.Once
 	tombs    []base.Tombstone // every table tombstone of version, lazily
@@ -64,77 +65,85 @@ func (rs *readState) unref() {
 	}
 }
 
-// loadReadState returns the current read view, referenced; the caller unrefs.
-func (d *DB) loadReadState() *readState {
-	d.rsMu.RLock()
-	rs := d.readState
+// loadReadState returns the family's current read view, referenced; the
+// caller unrefs.
+func (cf *ColumnFamily) loadReadState() *readState {
+	cf.rsMu.RLock()
+	rs := cf.readState
 	rs.refs.Add(1)
-	d.rsMu.RUnlock()
+	cf.rsMu.RUnlock()
 	return rs
 }
 
-// updateReadStateLocked installs a new read view from the current memtables
-// and version. d.mu must be held.
-func (d *DB) updateReadStateLocked() {
-	rs := &readState{db: d, version: d.mu.versions.Current()}
+// loadReadState returns the default family's read view.
+func (d *DB) loadReadState() *readState { return d.def.loadReadState() }
+
+// updateReadStateLocked installs a new read view of cf from its current
+// memtables and version. d.mu must be held.
+func (d *DB) updateReadStateLocked(cf *ColumnFamily) {
+	rs := &readState{db: d, cf: cf, version: cf.mu.vf.Current()}
 	rs.refs.Store(1)
 	rs.version.Ref()
-	rs.mems = make([]*memTable, 0, 1+len(d.mu.imm))
-	rs.mems = append(rs.mems, d.mu.mem)
-	for i := len(d.mu.imm) - 1; i >= 0; i-- {
-		rs.mems = append(rs.mems, d.mu.imm[i])
+	rs.mems = make([]*memTable, 0, 1+len(cf.mu.imm))
+	rs.mems = append(rs.mems, cf.mu.mem)
+	for i := len(cf.mu.imm) - 1; i >= 0; i-- {
+		rs.mems = append(rs.mems, cf.mu.imm[i])
 	}
 	for _, m := range rs.mems {
 		m.refs.Add(1)
 	}
-	d.publishReadState(rs)
+	cf.publishReadState(rs)
 	// A new version may change the stall conditions.
 	d.refreshRoomFreeLocked()
 	// A cached iterator state of the old view would pin its memtables and
 	// files until the next NewIterator.
-	if st := d.iterCache.Swap(nil); st != nil {
+	if st := cf.iterCache.Swap(nil); st != nil {
 		st.release()
 	}
 }
 
-// publishReadState makes rs the read view and drops the DB's reference on
-// the one it replaces.
-func (d *DB) publishReadState(rs *readState) {
-	d.rsMu.Lock()
-	old := d.readState
-	d.readState = rs
-	d.rsMu.Unlock()
+// publishReadState makes rs the family's read view and drops the family's
+// reference on the one it replaces.
+func (cf *ColumnFamily) publishReadState(rs *readState) {
+	cf.rsMu.Lock()
+	old := cf.readState
+	cf.readState = rs
+	cf.rsMu.Unlock()
 	if old != nil {
 		old.unref()
 	}
 }
 
-// releaseMemtablesLocked, at Close, drops the DB's references on its
-// memtables and replaces the read view with one whose only memtable is an
-// empty one on the Go heap, so that their arenas are freed as soon as the
-// readers still holding older views (a racing Get, an iterator left open)
-// are done. A read that passed its closed check before Close and loads the
-// closed view finds it marked and returns ErrClosed. d.mu must be held.
-func (d *DB) releaseMemtablesLocked() {
-	rs := &readState{db: d, version: d.mu.versions.Current(), closed: true}
+// releaseMemtablesLocked, at Close or when cf is dropped, drops the
+// family's references on its memtables and replaces its read view with one
+// whose only memtable is an empty one on the Go heap, so that their arenas
+// are freed as soon as the readers still holding older views (a racing
+// Get, an iterator left open) are done. A read that passed its closed check
+// before and loads the closed view finds it marked and returns ErrClosed.
+// d.mu must be held.
+func (d *DB) releaseMemtablesLocked(cf *ColumnFamily) {
+	// The version of the view it replaces: a dropped family's Version
+	// is no longer its VersionSet's to give.
+	rs := &readState{db: d, cf: cf, version: cf.readState.version, closed: true}
 	rs.refs.Store(1)
 	rs.version.Ref()
-	empty := &memTable{MemTable: memtable.New(0), logNum: d.mu.mem.logNum}
+	empty := &memTable{MemTable: memtable.New(0), logNum: cf.mu.mem.logNum}
 	empty.refs.Store(1) // rs's; the DB keeps none
 	rs.mems = []*memTable{empty}
-	d.publishReadState(rs)
-	for _, m := range d.mu.imm {
+	cf.publishReadState(rs)
+	for _, m := range cf.mu.imm {
 		m.unref(d)
 	}
-	d.mu.mem.unref(d)
-	d.mu.imm = nil
-	d.mu.mem = empty
+	cf.mu.mem.unref(d)
+	cf.mu.imm = nil
+	cf.mu.mem = empty
 }
 
-// isCurrentView reports whether rs is the current read view.
+// isCurrentView reports whether rs is its family's current read view.
 func (d *DB) isCurrentView(rs *readState) bool {
-	d.rsMu.RLock()
-	cur := d.readState == rs
-	d.rsMu.RUnlock()
+	cf := rs.cf
+	cf.rsMu.RLock()
+	cur := cf.readState == rs
+	cf.rsMu.RUnlock()
 	return cur
 }

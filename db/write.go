@@ -11,8 +11,10 @@ import (
 	"github.com/stratadb/strata/internal/memtable"
 )
 
-// Write applies the batch atomically. The batch's slices must stay untouched
-// until Write returns.
+// Write applies the batch atomically, across every family it names. The
+// batch's slices must stay untouched until Write returns. A batch that names
+// a dropped family, or one of another database, applies nothing and returns
+// an error wrapping ErrInvalidArgument.
 func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 	if b == nil {
 		return errors.Wrap(ErrInvalidArgument, "strata: nil batch")
@@ -20,41 +22,80 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 	if b.err != nil {
 		return b.err
 	}
-	if b.hasMerge && d.opts.MergeOperator == nil {
+	if len(b.fams) == 0 {
+		if b.hasMerge && d.def.opts.MergeOperator == nil {
+			return errMergeWithoutOperator
+		}
+		return d.write(&b.b, wo, d.def, nil)
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	for _, f := range b.fams {
+		if err := f.cf.check(d); err != nil {
+			return err
+		}
+		if f.merge && f.cf.opts.MergeOperator == nil {
+			return errors.Wrapf(errMergeWithoutOperator, "strata: column family %q", f.cf.name)
+		}
+	}
+	if b.hasMerge && d.def.opts.MergeOperator == nil {
 		return errMergeWithoutOperator
 	}
-	return d.write(&b.b, wo)
+	if !b.usesDefault && len(b.fams) == 1 {
+		return d.write(&b.b, wo, b.fams[0].cf, nil)
+	}
+	fams := make([]*ColumnFamily, 0, len(b.fams)+1)
+	if b.usesDefault {
+		fams = append(fams, d.def)
+	}
+	for _, f := range b.fams {
+		fams = append(fams, f.cf)
+	}
+	return d.write(&b.b, wo, nil, fams)
 }
 
-// Put sets key to value.
-func (d *DB) Put(key, value []byte, wo *WriteOptions) error {
+// Put sets key to value in the default family.
+func (d *DB) Put(key, value []byte, wo *WriteOptions) error { return d.def.Put(key, value, wo) }
+
+// Delete removes key from the default family.
+func (d *DB) Delete(key []byte, wo *WriteOptions) error { return d.def.Delete(key, wo) }
+
+// DeleteRange removes every key in [start, end) from the default family.
+// start > end is ErrInvalidArgument; start == end is a no-op.
+func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
+	return d.def.DeleteRange(start, end, wo)
+}
+
+// Put sets key to value in the family.
+func (cf *ColumnFamily) Put(key, value []byte, wo *WriteOptions) error {
 	if err := checkBatchGrowth(0, 0, len(key), len(value), true); err != nil {
 		return err
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()
-	b.Put(key, value)
-	err := d.write(b, wo)
+	b.PutCF(cf.id, key, value)
+	err := cf.write(b, wo)
 	batchPool.Put(b)
 	return err
 }
 
-// Delete removes key.
-func (d *DB) Delete(key []byte, wo *WriteOptions) error {
+// Delete removes key from the family.
+func (cf *ColumnFamily) Delete(key []byte, wo *WriteOptions) error {
 	if err := checkBatchGrowth(0, 0, len(key), 0, false); err != nil {
 		return err
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()
-	b.Delete(key)
-	err := d.write(b, wo)
+	b.DeleteCF(cf.id, key)
+	err := cf.write(b, wo)
 	batchPool.Put(b)
 	return err
 }
 
-// DeleteRange removes every key in [start, end). start > end is
-// ErrInvalidArgument; start == end is a no-op.
-func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
+// DeleteRange removes every key in [start, end) from the family. start >
+// end is ErrInvalidArgument; start == end is a no-op.
+func (cf *ColumnFamily) DeleteRange(start, end []byte, wo *WriteOptions) error {
 	if base.CompareUser(start, end) > 0 {
 		return errors.Wrapf(ErrInvalidArgument, "strata: DeleteRange start %q > end %q", start, end)
 	}
@@ -63,10 +104,25 @@ func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()
-	b.DeleteRange(start, end)
-	err := d.write(b, wo)
+	b.DeleteRangeCF(cf.id, start, end)
+	err := cf.write(b, wo)
 	batchPool.Put(b)
 	return err
+}
+
+// write writes b, whose records all belong to cf.
+func (cf *ColumnFamily) write(b *batch.Batch, wo *WriteOptions) error {
+	if cf == nil {
+		return errors.Wrap(ErrInvalidArgument, "strata: nil column family")
+	}
+	d := cf.d
+	if cf.dropped.Load() {
+		if err := d.checkOpen(); err != nil {
+			return err
+		}
+		return errors.Wrapf(ErrInvalidArgument, "strata: column family %q (id %d) was dropped", cf.name, cf.id)
+	}
+	return d.write(b, wo, cf, nil)
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch.Batch) }}
@@ -130,7 +186,9 @@ func uvarintLen(n int) int {
 	return l
 }
 
-func (d *DB) write(b *batch.Batch, wo *WriteOptions) error {
+// write runs b through the commit pipeline: every record of b belongs to cf,
+// or, with cf nil, to one of fams (a batch over several families).
+func (d *DB) write(b *batch.Batch, wo *WriteOptions, cf *ColumnFamily, fams []*ColumnFamily) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -151,7 +209,7 @@ func (d *DB) write(b *batch.Batch, wo *WriteOptions) error {
 			b.Len(), b.Count(), need, maxBatchArena)
 	}
 	w := writerPool.Get().(*writer)
-	*w = writer{b: b}
+	*w = writer{b: b, cf: cf, fams: fams}
 	if wo != nil {
 		w.sync, w.disableWAL = wo.Sync, wo.DisableWAL
 	}
@@ -161,7 +219,8 @@ func (d *DB) write(b *batch.Batch, wo *WriteOptions) error {
 }
 
 // applyBatch inserts the records of b, numbered from seq, into mem and
-// returns the last sequence number used.
+// returns the last sequence number used. Every record of b belongs to mem's
+// family.
 // With concurrent, points go in through AddConcurrent (b must then hold no
 // range deletion).
 func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum, concurrent bool) (base.SeqNum, error) {
@@ -170,32 +229,73 @@ func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum, concurr
 		return 0, err
 	}
 	for {
-		kind, key, value, err := r.Next()
+		_, kind, key, value, err := r.NextCF()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		switch kind {
-		case base.KindRangeDelete:
-			if base.CompareUser(key, value) < 0 {
-				if err := mem.AddRangeDel(base.Tombstone{Start: key, End: value, Seq: seq}); err != nil {
-					return 0, errors.Wrapf(err, "strata: memtable insert of range deletion [%q, %q)", key, value)
-				}
-			}
-		default:
-			add := mem.Add
-			if concurrent {
-				add = mem.AddConcurrent
-			}
-			if err := add(base.MakeInternalKey(key, seq, kind), value); err != nil {
-				return 0, errors.Wrapf(err, "strata: memtable insert of %q", key)
-			}
+		if err := applyRecord(mem, kind, key, value, seq, concurrent); err != nil {
+			return 0, err
 		}
 		seq++
 	}
 	return seq - 1, nil
+}
+
+// applyRecord inserts one record at seq into mem.
+func applyRecord(mem *memtable.MemTable, kind base.Kind, key, value []byte, seq base.SeqNum, concurrent bool) error {
+	switch kind {
+	case base.KindRangeDelete:
+		if base.CompareUser(key, value) < 0 {
+			if err := mem.AddRangeDel(base.Tombstone{Start: key, End: value, Seq: seq}); err != nil {
+				return errors.Wrapf(err, "strata: memtable insert of range deletion [%q, %q)", key, value)
+			}
+		}
+	default:
+		add := mem.Add
+		if concurrent {
+			add = mem.AddConcurrent
+		}
+		if err := add(base.MakeInternalKey(key, seq, kind), value); err != nil {
+			return errors.Wrapf(err, "strata: memtable insert of %q", key)
+		}
+	}
+	return nil
+}
+
+// applyBatchFamilies inserts the records of b, numbered from seq, each into
+// the mutable memtable of its family among fams, through the single-writer
+// path.
+func applyBatchFamilies(fams []*ColumnFamily, b *batch.Batch, seq base.SeqNum) error {
+	r, err := batch.NewReader(b.Data())
+	if err != nil {
+		return err
+	}
+	for {
+		id, kind, key, value, err := r.NextCF()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var cf *ColumnFamily
+		for _, f := range fams {
+			if f.id == id {
+				cf = f
+				break
+			}
+		}
+		if cf == nil {
+			return errors.AssertionFailedf("strata: batch record for column family %d, which the batch does not name", id)
+		}
+		if err := applyRecord(cf.mu.mem.MemTable, kind, key, value, seq, false); err != nil {
+			return err
+		}
+		seq++
+	}
 }
 
 // arenaNeed estimates the arena bytes a batch takes in a memtable.
