@@ -19,8 +19,11 @@
 //	0x03 LogData            blob           (not counted, consumes no sequence)
 //	0x0D Noop               —              (not counted)
 //
-// The column-family forms put the varint32 cf id right after the tag. Only
-// column family 0 is supported. Other RocksDB tags (2PC markers 0x09-0x0C,
+// The column-family forms put the varint32 cf id right after the tag. The
+// writer uses them only for families other than 0 (family 0 takes the plain
+// form, as RocksDB's own WriteBatch does); the reader accepts them with any
+// id, 0 included. Reader.NextCF returns every family; Reader.Next, for
+// callers that know only the default family, refuses the others. Other RocksDB tags (2PC markers 0x09-0x0C,
 // 0x12, 0x13, 0x15, blob indexes 0x10/0x11, wide-column entities 0x16/0x17)
 // are valid RocksDB but unsupported here; any other tag is corruption.
 //
@@ -77,14 +80,22 @@ var ErrUnsupportedRecord = errors.New("strata: batch: unsupported record kind")
 // A Batch is not safe for concurrent use.
 //
 // rangeDels is true when data holds a range deletion (it is false for a
-// batch without one).
+// batch without one); multiFamily is true when data holds a record of a
+// column family other than 0 (a CF-form record with id 0 does not count).
+// Both are kept up to date by every writer, SetData and Append so that the
+// commit path can ask without decoding the batch.
 type Batch struct {
-	data      []byte
-	rangeDels bool
+	data        []byte
+	rangeDels   bool
+	multiFamily bool
 }
 
 // HasRangeDeletion reports whether the batch holds a range deletion.
 func (b *Batch) HasRangeDeletion() bool { return b.rangeDels }
+
+// MultiFamily reports whether the batch holds a record of a column family
+// other than the default one (0).
+func (b *Batch) MultiFamily() bool { return b.multiFamily }
 
 func (b *Batch) init() {
 	if len(b.data) < HeaderLen {
@@ -108,6 +119,53 @@ func (b *Batch) DeleteRange(start, end []byte) { b.add(tagRangeDelete, start, en
 // Merge adds a merge operand for key.
 func (b *Batch) Merge(key, value []byte) { b.add(tagMerge, key, value, true) }
 
+// PutCF adds a record that sets key to value in column family cf. Family 0
+// takes the plain form (tag 0x01), byte-identical to Put.
+func (b *Batch) PutCF(cf uint32, key, value []byte) {
+	if cf == 0 {
+		b.add(tagPut, key, value, true)
+		return
+	}
+	b.addCF(tagCFPut, cf, key, value, true)
+}
+
+// DeleteCF adds a point deletion of key in column family cf.
+func (b *Batch) DeleteCF(cf uint32, key []byte) {
+	if cf == 0 {
+		b.add(tagDelete, key, nil, false)
+		return
+	}
+	b.addCF(tagCFDelete, cf, key, nil, false)
+}
+
+// SingleDeleteCF adds a single deletion of key in column family cf.
+func (b *Batch) SingleDeleteCF(cf uint32, key []byte) {
+	if cf == 0 {
+		b.add(tagSingleDelete, key, nil, false)
+		return
+	}
+	b.addCF(tagCFSingleDelete, cf, key, nil, false)
+}
+
+// DeleteRangeCF adds a deletion of every key in [start, end) of column
+// family cf.
+func (b *Batch) DeleteRangeCF(cf uint32, start, end []byte) {
+	if cf == 0 {
+		b.add(tagRangeDelete, start, end, true)
+		return
+	}
+	b.addCF(tagCFRangeDelete, cf, start, end, true)
+}
+
+// MergeCF adds a merge operand for key in column family cf.
+func (b *Batch) MergeCF(cf uint32, key, value []byte) {
+	if cf == 0 {
+		b.add(tagMerge, key, value, true)
+		return
+	}
+	b.addCF(tagCFMerge, cf, key, value, true)
+}
+
 // PutLogData adds a blob that is written to the log but applied nowhere.
 // It is not counted and consumes no sequence number.
 func (b *Batch) PutLogData(blob []byte) {
@@ -120,6 +178,21 @@ func (b *Batch) add(tag byte, key, value []byte, hasValue bool) {
 	b.init()
 	b.data = append(b.data, tag)
 	b.rangeDels = b.rangeDels || tag == tagRangeDelete
+	b.data = appendVarstring(b.data, key)
+	if hasValue {
+		b.data = appendVarstring(b.data, value)
+	}
+	b.setCount(b.Count() + 1)
+}
+
+// addCF is add for the column-family forms (cf != 0). It is separate so
+// that add, the path of every default-family write, gains no branch.
+func (b *Batch) addCF(tag byte, cf uint32, key, value []byte, hasValue bool) {
+	b.init()
+	b.data = append(b.data, tag)
+	b.data = binary.AppendUvarint(b.data, uint64(cf))
+	b.rangeDels = b.rangeDels || tag == tagCFRangeDelete
+	b.multiFamily = true
 	b.data = appendVarstring(b.data, key)
 	if hasValue {
 		b.data = appendVarstring(b.data, value)
@@ -163,7 +236,7 @@ func (b *Batch) Empty() bool { return len(b.data) <= HeaderLen }
 func (b *Batch) Len() int { return len(b.data) }
 
 // Reset empties the batch, keeping its buffer.
-func (b *Batch) Reset() { b.data, b.rangeDels = b.data[:0], false }
+func (b *Batch) Reset() { b.data, b.rangeDels, b.multiFamily = b.data[:0], false, false }
 
 // Data returns the encoded batch. It aliases the batch: it is valid until
 // the next change to the batch. A fresh batch returns a 12-byte header.
@@ -174,38 +247,43 @@ func (b *Batch) Data() []byte {
 
 // SetData replaces the batch's contents with data (not copied), after
 // checking that it is well formed: a header, records that decode, and a
-// count that matches them. On error the batch is unchanged.
+// count that matches them. Records of any column family are accepted (WAL
+// replay reads a whole batch first and decides per family afterwards);
+// MultiFamily then tells whether there are any besides the default. On error
+// the batch is unchanged.
 func (b *Batch) SetData(data []byte) error {
-	rangeDels, err := validate(data)
+	rangeDels, multiFamily, err := validate(data)
 	if err != nil {
 		return err
 	}
-	b.data, b.rangeDels = data, rangeDels
+	b.data, b.rangeDels, b.multiFamily = data, rangeDels, multiFamily
 	return nil
 }
 
-// Validate checks that data is a well-formed batch.
+// Validate checks that data is a well-formed batch. Like SetData, it
+// accepts records of any column family.
 func Validate(data []byte) error {
-	_, err := validate(data)
+	_, _, err := validate(data)
 	return err
 }
 
 // validate is Validate; it also reports whether data holds a range
-// deletion.
-func validate(data []byte) (rangeDels bool, err error) {
+// deletion and whether it holds a record of a family other than 0.
+func validate(data []byte) (rangeDels, multiFamily bool, err error) {
 	r, err := NewReader(data)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for {
-		kind, _, _, err := r.Next()
+		cf, kind, _, _, err := r.NextCF()
 		if err != nil {
 			if err == io.EOF {
-				return rangeDels, nil
+				return rangeDels, multiFamily, nil
 			}
-			return false, err
+			return false, false, err
 		}
 		rangeDels = rangeDels || kind == base.KindRangeDelete
+		multiFamily = multiFamily || cf != 0
 	}
 }
 
@@ -224,6 +302,7 @@ func Append(dst, src *Batch) error {
 	dst.init()
 	dst.data = append(dst.data, src.data[HeaderLen:]...)
 	dst.rangeDels = dst.rangeDels || src.rangeDels
+	dst.multiFamily = dst.multiFamily || src.multiFamily
 	dst.setCount(uint32(n))
 	return nil
 }

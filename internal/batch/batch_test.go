@@ -40,6 +40,30 @@ func readEntries(t testing.TB, data []byte) ([]entry, error) {
 	}
 }
 
+type cfEntry struct {
+	cf uint32
+	entry
+}
+
+// readEntriesCF reads data with NextCF.
+func readEntriesCF(t testing.TB, data []byte) ([]cfEntry, error) {
+	r, err := NewReader(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []cfEntry
+	for {
+		cf, kind, key, value, err := r.NextCF()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, cfEntry{cf, entry{kind, string(key), string(value), r.Seq()}})
+	}
+}
+
 func TestBatch_RoundTrip(t *testing.T) {
 	var b Batch
 	require.True(t, b.Empty())
@@ -228,10 +252,21 @@ func TestBatch_RocksDBColumnFamilyFixture(t *testing.T) {
 	rr := record.NewReader(bytes.NewReader(log), 11, "000011.log")
 	rec, err := rr.Next()
 	require.NoError(t, err)
+	// SetData accepts it (WAL replay decides per family); Next refuses it,
+	// NextCF reads the two puts of family 1 that ldb-cf-000011.dump_wal.txt
+	// lists.
 	var b Batch
-	err = b.SetData(rec)
+	require.NoError(t, b.SetData(rec))
+	require.True(t, b.MultiFamily())
+	_, err = readEntries(t, rec)
 	require.True(t, errors.Is(err, ErrUnsupportedColumnFamily), "%v", err)
 	require.Contains(t, err.Error(), "column family 1")
+	got, err := readEntriesCF(t, rec)
+	require.NoError(t, err)
+	require.Equal(t, []cfEntry{
+		{1, entry{base.KindSet, "k1", "v1", 2}},
+		{1, entry{base.KindSet, "k2", "v2", 3}},
+	}, got)
 }
 
 func BenchmarkBatch_PutAndRead(b *testing.B) {

@@ -13,11 +13,11 @@ import (
 // Reader decodes the records of an encoded batch in order.
 //
 // Invariants: off is the offset of the next record in data; seen counts the
-// counted records returned so far and never exceeds count; seq is the
-// sequence number of the record last returned.
+// counted records returned so far and never exceeds count; seq and last are
+// the sequence number and the offset of the record last returned.
 type Reader struct {
 	data        []byte
-	off         int
+	off, last   int
 	count, seen uint32
 	first, seq  base.SeqNum
 }
@@ -48,98 +48,114 @@ func NewReader(data []byte) (Reader, error) {
 // Count returns the count recorded in the header.
 func (r *Reader) Count() uint32 { return r.count }
 
-// Seq returns the sequence number of the record last returned by Next: the
+// Seq returns the sequence number of the record last returned by Next or
+// NextCF: the
 // header's sequence plus the number of counted records before it.
 func (r *Reader) Seq() base.SeqNum { return r.seq }
 
-// Next returns the next counted record: its kind (base.KindSet,
-// KindDelete, KindSingleDelete, KindRangeDelete with key=start and
-// value=end, or KindMerge), key and value. LogData and Noop records are
-// skipped. At the end it returns io.EOF, after checking that the number of
-// records matches the header's count. Malformed data gives an error of class
-// base.ErrCorruption naming the offset within the batch; a column family
-// other than 0 gives ErrUnsupportedColumnFamily; RocksDB record kinds this
-// engine lacks give ErrUnsupportedRecord.
+// Next returns the next counted record of the default column family: its
+// kind (base.KindSet, KindDelete, KindSingleDelete, KindRangeDelete with
+// key=start and value=end, or KindMerge), key and value. It is NextCF for
+// callers that know only family 0: a record of another family gives
+// ErrUnsupportedColumnFamily naming the family and the record's offset
+// (the reader has then consumed that record). Other errors and io.EOF are
+// NextCF's.
 func (r *Reader) Next() (kind base.Kind, key, value []byte, err error) {
+	cf, kind, key, value, err := r.NextCF()
+	if err == nil && cf != 0 {
+		return 0, nil, nil, errors.Wrapf(ErrUnsupportedColumnFamily,
+			"batch: offset %d: record for column family %d (only the default column family 0 is supported)",
+			r.last, cf)
+	}
+	return kind, key, value, err
+}
+
+// NextCF returns the next counted record: its column family (0 for the
+// plain forms; the id of a column-family form, which may be 0 too), kind,
+// key and value, as Next. LogData and Noop records are skipped. At the end
+// it returns io.EOF, after checking that the number of records matches the
+// header's count. Malformed data, a malformed column family id included,
+// gives an error of class base.ErrCorruption naming the offset within the
+// batch; RocksDB record kinds this engine lacks give ErrUnsupportedRecord.
+// Which families a caller supports is the caller's decision.
+func (r *Reader) NextCF() (cf uint32, kind base.Kind, key, value []byte, err error) {
 	for {
 		if r.off >= len(r.data) {
 			if r.seen != r.count {
-				return 0, nil, nil, base.CorruptionErrorf("batch: header count %d but %d records",
+				return 0, 0, nil, nil, base.CorruptionErrorf("batch: header count %d but %d records",
 					r.count, r.seen)
 			}
-			return 0, nil, nil, io.EOF
+			return 0, 0, nil, nil, io.EOF
 		}
 		start := r.off
 		tag := r.data[r.off]
 		r.off++
 		var hasValue, counted bool
-		kind, hasValue, counted, err = r.decodeTag(tag, start)
+		cf, kind, hasValue, counted, err = r.decodeTag(tag, start)
 		if err != nil {
-			return 0, nil, nil, err
+			return 0, 0, nil, nil, err
 		}
 		if tag == tagNoop {
 			continue
 		}
 		if key, err = r.varstring(start); err != nil {
-			return 0, nil, nil, err
+			return 0, 0, nil, nil, err
 		}
 		if hasValue {
 			if value, err = r.varstring(start); err != nil {
-				return 0, nil, nil, err
+				return 0, 0, nil, nil, err
 			}
 		}
 		if !counted {
 			continue // LogData
 		}
 		if r.seen == r.count {
-			return 0, nil, nil, base.CorruptionErrorf("batch: more records than the header count %d", r.count)
+			return 0, 0, nil, nil, base.CorruptionErrorf("batch: more records than the header count %d", r.count)
 		}
 		r.seq = r.first + base.SeqNum(r.seen)
 		r.seen++
-		return kind, key, value, nil
+		r.last = start
+		return cf, kind, key, value, nil
 	}
 }
 
 // decodeTag interprets tag (at offset start), reading the column family id
-// of the column-family forms.
-func (r *Reader) decodeTag(tag byte, start int) (kind base.Kind, hasValue, counted bool, err error) {
+// of the column-family forms. The plain forms come first: they are the
+// common case.
+func (r *Reader) decodeTag(tag byte, start int) (cf uint32, kind base.Kind, hasValue, counted bool, err error) {
 	switch tag {
 	case tagPut, tagMerge, tagRangeDelete:
-		return base.Kind(tag), true, true, nil
+		return 0, base.Kind(tag), true, true, nil
 	case tagDelete, tagSingleDelete:
-		return base.Kind(tag), false, true, nil
+		return 0, base.Kind(tag), false, true, nil
 	case tagLogData:
-		return 0, false, false, nil
+		return 0, 0, false, false, nil
 	case tagNoop:
-		return 0, false, false, nil
+		return 0, 0, false, false, nil
 	case tagCFPut, tagCFMerge, tagCFRangeDelete, tagCFDelete, tagCFSingleDelete:
-		cf, n := binary.Uvarint(r.data[r.off:])
-		if n <= 0 || cf > math.MaxUint32 {
-			return 0, false, false, base.CorruptionErrorf("batch: offset %d: bad column family id", start)
+		id, n := binary.Uvarint(r.data[r.off:])
+		if n <= 0 || id > math.MaxUint32 {
+			return 0, 0, false, false, base.CorruptionErrorf("batch: offset %d: bad column family id", start)
 		}
 		r.off += n
-		if cf != 0 {
-			return 0, false, false, errors.Wrapf(ErrUnsupportedColumnFamily,
-				"batch: offset %d: record for column family %d (only the default column family 0 is supported)",
-				start, cf)
-		}
+		cf = uint32(id)
 		switch tag {
 		case tagCFPut:
-			return base.KindSet, true, true, nil
+			return cf, base.KindSet, true, true, nil
 		case tagCFMerge:
-			return base.KindMerge, true, true, nil
+			return cf, base.KindMerge, true, true, nil
 		case tagCFRangeDelete:
-			return base.KindRangeDelete, true, true, nil
+			return cf, base.KindRangeDelete, true, true, nil
 		case tagCFDelete:
-			return base.KindDelete, false, true, nil
+			return cf, base.KindDelete, false, true, nil
 		default:
-			return base.KindSingleDelete, false, true, nil
+			return cf, base.KindSingleDelete, false, true, nil
 		}
 	case 0x09, 0x0A, 0x0B, 0x0C, 0x10, 0x11, 0x12, 0x13, 0x15, 0x16, 0x17:
-		return 0, false, false, errors.Wrapf(ErrUnsupportedRecord, "batch: offset %d: record tag %#02x",
+		return 0, 0, false, false, errors.Wrapf(ErrUnsupportedRecord, "batch: offset %d: record tag %#02x",
 			start, tag)
 	}
-	return 0, false, false, base.CorruptionErrorf("batch: offset %d: unknown record tag %#02x", start, tag)
+	return 0, 0, false, false, base.CorruptionErrorf("batch: offset %d: unknown record tag %#02x", start, tag)
 }
 
 // varstring reads a varint32-length-prefixed string of the record at start.

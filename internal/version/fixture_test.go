@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/errors"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stratadb/strata/internal/base"
@@ -209,10 +208,21 @@ func TestLoad_LdbTinyFiles(t *testing.T) {
 	require.Equal(t, "Unknown", f23.FileChecksumFuncName)
 }
 
-func TestLoad_ColumnFamilyFixtureUnsupported(t *testing.T) {
-	_, err := Load(vfs.Default, "testdata/ldb-cf", Options{})
-	require.Error(t, err)
-	require.True(t, errors.Is(err, ErrUnsupportedColumnFamily), "%v", err)
-	require.False(t, errors.Is(err, base.ErrCorruption))
-	require.Contains(t, err.Error(), "column family 1")
+// testdata/ldb-cf holds a RocksDB MANIFEST with family 1 ("cf2"), one file
+// in the default family and log number 5 for both.
+func TestLoad_ColumnFamilyFixture(t *testing.T) {
+	vs, err := Load(vfs.Default, "testdata/ldb-cf", Options{})
+	require.NoError(t, err)
+	fams := vs.Families()
+	require.Len(t, fams, 2)
+	require.Equal(t, "default", fams[0].Name())
+	require.Equal(t, uint32(1), fams[1].ID())
+	require.Equal(t, "cf2", fams[1].Name())
+	require.Equal(t, uint32(1), vs.MaxColumnFamily())
+	require.Equal(t, uint64(5), fams[0].LogNumber())
+	require.Equal(t, uint64(5), fams[1].LogNumber())
+	require.Equal(t, uint64(5), vs.MinLogNumber())
+	require.Equal(t, 1, fams[0].Current().NumFiles(0))
+	require.Equal(t, 0, fams[1].Current().NumFiles(0))
+	require.Equal(t, map[uint64]struct{}{10: {}}, vs.LiveFileNums())
 }

@@ -3,6 +3,7 @@ package version
 import (
 	"bytes"
 	"io"
+	"sort"
 
 	"github.com/cockroachdb/errors"
 	"github.com/cockroachdb/errors/oserror"
@@ -21,7 +22,13 @@ const maxCurrentSize = 4096
 // checksum, a malformed edit, a damaged fragment header (even in the last
 // block, where a damaged length could pass for a torn write; see package
 // record), a table whose sequence numbers exceed the last sequence. An edit
-// for a column family other than the default gives ErrUnsupportedColumnFamily.
+// a column family's edit before the family is added or a second add of a
+// live family's id or name.
+//
+// Column families are replayed as RocksDB does: an edit with
+// ColumnFamilyAdd creates a family, one with ColumnFamilyDrop removes it, and
+// later edits for a dropped family are ignored but for the global counters
+// they carry (a flush of the family may commit after its drop).
 //
 // A MANIFEST cut exactly at a record boundary reads as a valid, older
 // history: Load cannot tell it from a complete one. The db checks the
@@ -46,29 +53,47 @@ func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := replay{vs: vs, name: name, b: newBuilder(&Version{})}
+	r := newReplay(vs, name)
 	if err := r.run(record.NewReader(f, num, name)); err != nil {
 		return nil, err
 	}
-	v, err := r.b.finish()
-	if err == nil {
-		err = v.CheckOrdering()
-	}
-	if err == nil {
-		err = checkLastSeq(v, vs.lastSeq)
-	}
-	if err != nil {
-		return nil, base.CorruptionErrorf("version: %s: %v", name, err)
-	}
 	vs.manifestNum = num
 	vs.MarkFileNumUsed(num)
-	vs.MarkFileNumUsed(vs.logNum)
 	vs.MarkFileNumUsed(vs.prevLogNum)
-	for n := range v.liveNums() {
-		vs.MarkFileNumUsed(n)
+	vs.maxColumnFamily = r.maxCF
+	for _, id := range r.ids() {
+		rf := r.fams[id]
+		v, err := rf.b.finish()
+		if err == nil {
+			err = v.CheckOrdering()
+		}
+		if err == nil {
+			err = checkLastSeq(v, vs.lastSeq)
+		}
+		if err != nil {
+			vs.unrefAll()
+			return nil, base.CorruptionErrorf("version: %s: column family %d (%q): %v", name, id, rf.name, err)
+		}
+		vs.MarkFileNumUsed(rf.logNum)
+		for n := range v.liveNums() {
+			vs.MarkFileNumUsed(n)
+		}
+		fam := &Family{id: id, name: rf.name, logNum: rf.logNum}
+		vs.addFamily(fam)
+		vs.install(fam, v)
 	}
-	vs.install(v)
 	return vs, nil
+}
+
+// unrefAll drops the VersionSet's references to its families' Versions (a
+// Load that fails part way).
+func (vs *VersionSet) unrefAll() {
+	for _, f := range vs.fams {
+		if f.current != nil {
+			f.current.Unref()
+			f.current = nil
+		}
+	}
 }
 
 // checkLastSeq verifies that no table holds a sequence number above the
@@ -124,11 +149,38 @@ func truncate(b []byte) []byte {
 type replay struct {
 	vs   *VersionSet
 	name string
-	b    *builder
+	// fams holds the live families; dropped the ids of families dropped so
+	// far, whose later edits are ignored. maxCF is the largest family id
+	// recorded or seen.
+	fams    map[uint32]*replayFamily
+	dropped map[uint32]bool
+	maxCF   uint32
 	// group holds the edits of an atomic group until its last one.
 	group []*Edit
 
 	hasLogNum, hasNextFile, hasLastSeq bool
+}
+
+// replayFamily is one family being replayed.
+type replayFamily struct {
+	name   string
+	b      *builder
+	logNum uint64
+}
+
+func newReplay(vs *VersionSet, name string) *replay {
+	return &replay{vs: vs, name: name, dropped: make(map[uint32]bool),
+		fams: map[uint32]*replayFamily{0: {name: DefaultFamilyName, b: newBuilder(&Version{})}}}
+}
+
+// ids returns the ids of the live families, ascending.
+func (r *replay) ids() []uint32 {
+	ids := make([]uint32, 0, len(r.fams))
+	for id := range r.fams {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
 }
 
 func (r *replay) run(rr *record.Reader) error {
@@ -146,7 +198,7 @@ func (r *replay) run(rr *record.Reader) error {
 			return errors.Wrapf(err, "%s: record at offset %d", r.name, rr.Offset())
 		}
 		if err := r.add(e); err != nil {
-			if errors.Is(err, ErrUnsupportedColumnFamily) || errors.Is(err, base.ErrInvalidArgument) {
+			if errors.Is(err, base.ErrInvalidArgument) {
 				return errors.Wrapf(err, "%s", r.name)
 			}
 			return base.CorruptionErrorf("version: %s: record at offset %d: %v", r.name, rr.Offset(), err)
@@ -165,12 +217,9 @@ func (r *replay) run(rr *record.Reader) error {
 
 // add applies e, or buffers it while its atomic group is incomplete.
 func (r *replay) add(e *Edit) error {
-	if err := checkSupported(e); err != nil {
-		return err
-	}
 	if e.HasComparator && e.ComparatorName != base.ComparatorName {
-		return base.InvalidArgumentf("version: comparator %q does not match %q",
-			e.ComparatorName, base.ComparatorName)
+		return base.InvalidArgumentf("version: column family %d: comparator %q does not match %q",
+			e.ColumnFamily, e.ComparatorName, base.ComparatorName)
 	}
 	if e.InAtomicGroup {
 		if len(r.group) > 0 && r.group[len(r.group)-1].RemainingEntries != e.RemainingEntries+1 {
@@ -197,12 +246,59 @@ func (r *replay) add(e *Edit) error {
 }
 
 func (r *replay) apply(e *Edit) error {
-	if err := r.b.apply(e); err != nil {
-		return err
+	id := e.ColumnFamily
+	if id > r.maxCF {
+		r.maxCF = id
+	}
+	if e.HasMaxColumnFamily && e.MaxColumnFamily > r.maxCF {
+		r.maxCF = e.MaxColumnFamily
+	}
+	rf := r.fams[id]
+	switch {
+	case e.HasColumnFamilyAdd && e.ColumnFamilyDrop:
+		return errors.Newf("column family %d both added and dropped", id)
+	case e.HasColumnFamilyAdd:
+		if rf != nil {
+			// RocksDB's writers never add the default family, but
+			// older code accepted {ColumnFamily 0, "default"}: keep
+			// reading such MANIFESTs.
+			if id == 0 && e.ColumnFamilyAdd == DefaultFamilyName {
+				break
+			}
+			return errors.Newf("column family %d (%q) added again as %q", id, rf.name, e.ColumnFamilyAdd)
+		}
+		for oid, o := range r.fams {
+			if o.name == e.ColumnFamilyAdd {
+				return errors.Newf("column family %q added as %d, but it is family %d", e.ColumnFamilyAdd, id, oid)
+			}
+		}
+		delete(r.dropped, id)
+		rf = &replayFamily{name: e.ColumnFamilyAdd, b: newBuilder(&Version{})}
+		r.fams[id] = rf
+	case rf == nil && r.dropped[id]:
+		// An edit for a family dropped earlier (RocksDB may commit a
+		// flush of it after the drop): only its global counters count.
+	case rf == nil:
+		return errors.Newf("edit for column family %d, which was never added", id)
+	case e.ColumnFamilyDrop:
+		if id == 0 {
+			return errors.New("the default column family is dropped")
+		}
+		delete(r.fams, id)
+		r.dropped[id] = true
+		rf = nil
+	}
+	if rf != nil {
+		if err := rf.b.apply(e); err != nil {
+			return errors.Wrapf(err, "column family %d", id)
+		}
+		if e.HasLogNumber {
+			rf.logNum = e.LogNumber
+		}
 	}
 	vs := r.vs
 	if e.HasLogNumber {
-		vs.logNum, r.hasLogNum = e.LogNumber, true
+		r.hasLogNum = true
 	}
 	if e.HasPrevLogNumber {
 		vs.prevLogNum = e.PrevLogNumber

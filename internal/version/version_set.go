@@ -45,8 +45,9 @@ func (o Options) withDefaults() Options {
 // durable. Meanwhile Current is the previous Version and the counters may
 // advance (NextFileNum, MarkFileNumUsed, SetLastSeq).
 //
-// Invariants: current is in the live list and holds a reference owned by the
-// VersionSet; nextFileNum is above every file number in use (tables, logs,
+// Invariants: each live family's current Version is in the live list and
+// holds a reference owned by the VersionSet; family 0 is always live; ids of
+// live families are at most maxColumnFamily; nextFileNum is above every file number in use (tables, logs,
 // manifests); when manifest is non-nil it is the open writer of
 // MANIFEST-manifestNum, which CURRENT names.
 type VersionSet struct {
@@ -55,16 +56,21 @@ type VersionSet struct {
 	opts Options
 
 	// Guarded by the caller's mutex.
-	current         *Version
+	//
+	// def is family 0; famByID and fams (by id ascending) hold the live
+	// families; maxColumnFamily is the largest id ever used.
+	def             *Family
+	famByID         map[uint32]*Family
+	fams            []*Family
+	maxColumnFamily uint32
 	nextFileNum     uint64
 	lastSeq         base.SeqNum
-	logNum          uint64
 	prevLogNum      uint64
 	minLogNumToKeep uint64
 	manifestNum     uint64
 	manifestFile    vfs.File
 	manifest        *record.Writer
-	scratch         []byte
+	scratch         [][]byte
 
 	// mu, when set (SetMutex), is the caller's mutex: LogAndApply releases
 	// it during MANIFEST I/O. writing (guarded by mu) is true while a
@@ -80,7 +86,8 @@ type VersionSet struct {
 }
 
 func newVersionSet(fs vfs.FS, dir string, opts Options) *VersionSet {
-	vs := &VersionSet{fs: fs, dir: dir, opts: opts.withDefaults(), nextFileNum: 1}
+	vs := &VersionSet{fs: fs, dir: dir, opts: opts.withDefaults(), nextFileNum: 1,
+		famByID: make(map[uint32]*Family)}
 	vs.live.prev, vs.live.next = &vs.live, &vs.live
 	return vs
 }
@@ -89,7 +96,8 @@ func newVersionSet(fs vfs.FS, dir string, opts Options) *VersionSet {
 // and points CURRENT at it.
 func Create(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	vs := newVersionSet(fs, dir, opts)
-	vs.install(&Version{})
+	vs.addFamily(&Family{id: 0, name: DefaultFamilyName})
+	vs.install(vs.def, &Version{})
 	num := vs.NextFileNum()
 	if err := vs.writeNewManifest(num, vs.encodeSnapshot(), nil); err != nil {
 		return nil, err
@@ -116,16 +124,16 @@ func (vs *VersionSet) WaitForWriter() {
 	}
 }
 
-// install makes v current, giving the VersionSet's reference to it.
-func (vs *VersionSet) install(v *Version) {
+// install makes v current in f, giving the VersionSet's reference to it.
+func (vs *VersionSet) install(f *Family, v *Version) {
 	v.vs = vs
 	v.refs.Store(1)
 	vs.listMu.Lock()
 	v.prev, v.next = vs.live.prev, &vs.live
 	v.prev.next, v.next.prev = v, v
 	vs.listMu.Unlock()
-	old := vs.current
-	vs.current = v
+	old := f.current
+	f.current = v
 	if old != nil {
 		old.Unref()
 	}
@@ -151,9 +159,9 @@ func (vs *VersionSet) LiveFileNums() map[uint64]struct{} {
 	return m
 }
 
-// Current returns the current Version. The caller Refs it to keep it past
-// the next LogAndApply.
-func (vs *VersionSet) Current() *Version { return vs.current }
+// Current returns the default family's current Version. The caller Refs it
+// to keep it past the next LogAndApply.
+func (vs *VersionSet) Current() *Version { return vs.def.current }
 
 // NextFileNum allocates a file number.
 func (vs *VersionSet) NextFileNum() uint64 {
@@ -179,9 +187,10 @@ func (vs *VersionSet) LastSeq() base.SeqNum { return vs.lastSeq }
 // records it.
 func (vs *VersionSet) SetLastSeq(s base.SeqNum) { vs.lastSeq = s }
 
-// LogNumber returns the number of the oldest WAL that may hold data not yet
-// in tables: WALs numbered below it are obsolete.
-func (vs *VersionSet) LogNumber() uint64 { return vs.logNum }
+// LogNumber returns the default family's log number: the oldest WAL that
+// may hold data of it not yet in tables. With several families, WALs below
+// MinLogNumber are obsolete.
+func (vs *VersionSet) LogNumber() uint64 { return vs.def.logNum }
 
 // PrevLogNumber returns the recorded previous log number (0 in practice).
 func (vs *VersionSet) PrevLogNumber() uint64 { return vs.prevLogNum }
@@ -206,17 +215,30 @@ func (vs *VersionSet) Close() error {
 func (vs *VersionSet) path(name string) string { return filepath.Join(vs.dir, name) }
 
 // LogAndApply records e in the MANIFEST and installs the Version it
-// produces. The caller's mutex must be held; after SetMutex it is released
-// while LogAndApply waits for another LogAndApply to finish and while the
-// record is written and synced (see the type's comment), and held again on
-// return.
+// produces in the column family e.ColumnFamily names (0 = default). The
+// caller's mutex must be held; after SetMutex it is released while
+// LogAndApply waits for another LogAndApply to finish and while the record
+// is written and synced (see the type's comment), and held again on return.
 //
-// It fills the counters e lacks from the VersionSet (LogNumber,
-// PrevLogNumber, LastSequence) and always sets NextFileNumber, so e is
-// modified. If no MANIFEST is open for writing (after Load, or after an
+// It fills the counters e lacks from the VersionSet (LogNumber from e's
+// family, PrevLogNumber, LastSequence) and always sets NextFileNumber, so e
+// is modified. If no MANIFEST is open for writing (after Load, or after an
 // error) or the current one reached Options.MaxManifestFileSize, it first
 // writes a new MANIFEST holding a snapshot of the current state, appends e,
 // syncs, points CURRENT at it and removes the old MANIFEST.
+//
+// Column families: an edit with HasColumnFamilyAdd creates family
+// e.ColumnFamily, named e.ColumnFamilyAdd, with an empty Version; its id
+// must be above MaxColumnFamily (callers allocate MaxColumnFamily()+1) and
+// its name unused by a live family. LogAndApply adds the comparator and
+// MaxColumnFamily to such an edit; without HasLogNumber the new family
+// starts at the default family's log number (no WAL below that can hold
+// data of a family created now). An edit with ColumnFamilyDrop drops its
+// family (not the default); the VersionSet drops its reference to the
+// family's current Version, whose files stay live while others hold
+// references. Add and drop edits carry no files: RocksDB ignores files in
+// them. An edit for an unknown or dropped family fails with an
+// AssertionFailed error.
 //
 // On error nothing is installed and the counters other than the file
 // number are unchanged. The edit may nonetheless have reached the old
@@ -224,6 +246,137 @@ func (vs *VersionSet) path(name string) string { return filepath.Join(vs.dir, na
 // writes and must not delete the files e adds; the next LogAndApply starts a
 // new MANIFEST.
 func (vs *VersionSet) LogAndApply(e *Edit) error {
+	return vs.logAndApply([]*Edit{e}, false)
+}
+
+// LogAndApplyGroup records edits as one RocksDB atomic group and installs
+// the Versions they produce together, or none of them: each edit is its own
+// MANIFEST record, marked InAtomicGroup with RemainingEntries counting down
+// to 0, and all are flushed and synced once. A reader that finds the group
+// cut short by a crash drops all of it. Each edit is handled as by
+// LogAndApply (edits may name different families, or the same one: they
+// apply in order); mutex release and error behaviour are LogAndApply's.
+func (vs *VersionSet) LogAndApplyGroup(edits []*Edit) error {
+	if len(edits) == 0 {
+		return nil
+	}
+	return vs.logAndApply(edits, true)
+}
+
+// pendingFamily is a family's state while an edit group is prepared: the
+// changes are installed only once the group is durable.
+type pendingFamily struct {
+	fam     *Family // nil when the group creates the family
+	id      uint32
+	name    string
+	b       *builder
+	logNum  uint64
+	dropped bool
+	v       *Version
+}
+
+// prepareGroup checks edits against the state and builds the resulting
+// Versions, without changing the VersionSet; it completes each edit
+// (counters, family records). It returns the families touched, in the
+// order first touched, and the new MaxColumnFamily.
+func (vs *VersionSet) prepareGroup(edits []*Edit) ([]*pendingFamily, uint32, error) {
+	var order []*pendingFamily
+	pending := make(map[uint32]*pendingFamily)
+	maxCF := vs.maxColumnFamily
+	nameTaken := func(name string) bool {
+		for _, p := range order {
+			if p.name == name && !p.dropped {
+				return true
+			}
+		}
+		f := vs.FamilyByName(name)
+		return f != nil && pending[f.id] == nil
+	}
+	for _, e := range edits {
+		if e.HasComparator && e.ComparatorName != base.ComparatorName {
+			return nil, 0, base.InvalidArgumentf("version: comparator %q, want %q", e.ComparatorName, base.ComparatorName)
+		}
+		if (e.HasColumnFamilyAdd || e.ColumnFamilyDrop) && (len(e.NewFiles) > 0 || len(e.DeletedFiles) > 0) {
+			return nil, 0, base.InvalidArgumentf("version: column family %d: an add or drop edit carries files",
+				e.ColumnFamily)
+		}
+		var p *pendingFamily
+		switch {
+		case e.HasColumnFamilyAdd && e.ColumnFamilyDrop:
+			return nil, 0, base.InvalidArgumentf("version: column family %d: both added and dropped", e.ColumnFamily)
+		case e.HasColumnFamilyAdd:
+			if e.ColumnFamily <= maxCF {
+				return nil, 0, base.AssertionFailedf("version: new column family id %d not above the largest used, %d",
+					e.ColumnFamily, maxCF)
+			}
+			if nameTaken(e.ColumnFamilyAdd) {
+				return nil, 0, base.InvalidArgumentf("version: column family %q exists", e.ColumnFamilyAdd)
+			}
+			maxCF = e.ColumnFamily
+			p = &pendingFamily{id: e.ColumnFamily, name: e.ColumnFamilyAdd, b: newBuilder(&Version{}),
+				logNum: vs.def.logNum}
+			if e.HasLogNumber {
+				p.logNum = e.LogNumber
+			}
+			pending[p.id] = p
+			order = append(order, p)
+			e.ComparatorName, e.HasComparator = base.ComparatorName, true
+			e.MaxColumnFamily, e.HasMaxColumnFamily = maxCF, true
+		default:
+			p = pending[e.ColumnFamily]
+			if p == nil {
+				f := vs.famByID[e.ColumnFamily]
+				if f == nil {
+					return nil, 0, base.AssertionFailedf("version: edit for unknown or dropped column family %d",
+						e.ColumnFamily)
+				}
+				p = &pendingFamily{fam: f, id: f.id, name: f.name, b: newBuilder(f.current), logNum: f.logNum}
+				pending[p.id] = p
+				order = append(order, p)
+			}
+			if p.dropped {
+				return nil, 0, base.AssertionFailedf("version: edit for dropped column family %d", e.ColumnFamily)
+			}
+		}
+		if e.ColumnFamilyDrop {
+			if e.ColumnFamily == 0 {
+				return nil, 0, base.InvalidArgumentf("version: the default column family cannot be dropped")
+			}
+			p.dropped = true
+		} else if e.HasLogNumber && (e.LogNumber < p.logNum || e.LogNumber >= vs.nextFileNum) {
+			return nil, 0, base.AssertionFailedf("version: column family %d: log number %d outside [%d, %d)",
+				e.ColumnFamily, e.LogNumber, p.logNum, vs.nextFileNum)
+		}
+		if err := p.b.apply(e); err != nil {
+			return nil, 0, base.AssertionFailedf("version: column family %d: applying edit: %v", e.ColumnFamily, err)
+		}
+		if e.HasMaxColumnFamily && e.MaxColumnFamily > maxCF {
+			maxCF = e.MaxColumnFamily
+		}
+		vs.fillCounters(e, p)
+		if e.HasLogNumber {
+			p.logNum = e.LogNumber
+		}
+	}
+	for _, p := range order {
+		if p.dropped {
+			continue
+		}
+		v, err := p.b.finish()
+		if err != nil {
+			return nil, 0, base.AssertionFailedf("version: column family %d: applying edit: %v", p.id, err)
+		}
+		if invariantsEnabled {
+			if err := v.CheckOrdering(); err != nil {
+				return nil, 0, err
+			}
+		}
+		p.v = v
+	}
+	return order, maxCF, nil
+}
+
+func (vs *VersionSet) logAndApply(edits []*Edit, atomic bool) error {
 	vs.WaitForWriter()
 	vs.writing = true
 	defer func() {
@@ -232,52 +385,41 @@ func (vs *VersionSet) LogAndApply(e *Edit) error {
 			vs.writerCond.Broadcast()
 		}
 	}()
-	if err := checkSupported(e); err != nil {
+	order, maxCF, err := vs.prepareGroup(edits)
+	if err != nil {
 		return err
 	}
-	if e.HasComparator && e.ComparatorName != base.ComparatorName {
-		return base.InvalidArgumentf("version: comparator %q, want %q", e.ComparatorName, base.ComparatorName)
-	}
-	if e.HasLogNumber && (e.LogNumber < vs.logNum || e.LogNumber >= vs.nextFileNum) {
-		return base.AssertionFailedf("version: log number %d outside [%d, %d)",
-			e.LogNumber, vs.logNum, vs.nextFileNum)
-	}
-	b := newBuilder(vs.current)
-	if err := b.apply(e); err != nil {
-		return base.AssertionFailedf("version: applying edit: %v", err)
-	}
-	v, err := b.finish()
-	if err != nil {
-		return base.AssertionFailedf("version: applying edit: %v", err)
-	}
-	if invariantsEnabled {
-		if err := v.CheckOrdering(); err != nil {
-			return err
-		}
-	}
-	vs.fillCounters(e)
 	rotate := vs.manifest == nil || vs.manifest.Size() >= vs.opts.MaxManifestFileSize
 	var newNum uint64
 	var snap [][]byte
 	if rotate {
 		newNum = vs.NextFileNum()
 	}
-	e.NextFileNumber, e.HasNextFileNumber = vs.nextFileNum, true
+	for len(vs.scratch) < len(edits) {
+		vs.scratch = append(vs.scratch, nil)
+	}
+	recs := vs.scratch[:len(edits)]
+	for i, e := range edits {
+		e.NextFileNumber, e.HasNextFileNumber = vs.nextFileNum, true
+		if atomic {
+			e.InAtomicGroup, e.RemainingEntries = true, uint32(len(edits)-1-i)
+		}
+		recs[i] = e.Encode(recs[i][:0])
+	}
 	if rotate {
-		// The snapshot is taken under the mutex: it reads current and
-		// the counters.
+		// The snapshot is taken under the mutex: it reads the families
+		// and the counters.
 		snap = vs.encodeSnapshot()
 	}
-	vs.scratch = e.Encode(vs.scratch[:0])
 	// Only this LogAndApply touches the MANIFEST writer and scratch until
 	// it returns (writing is set), so the I/O runs without the mutex.
 	if vs.mu != nil {
 		vs.mu.Unlock()
 	}
 	if rotate {
-		err = vs.writeNewManifest(newNum, snap, vs.scratch)
+		err = vs.writeNewManifest(newNum, snap, recs)
 	} else {
-		err = vs.appendManifest(vs.scratch)
+		err = vs.appendManifest(recs)
 	}
 	if vs.mu != nil {
 		vs.mu.Lock()
@@ -288,23 +430,42 @@ func (vs *VersionSet) LogAndApply(e *Edit) error {
 	if rotate {
 		vs.manifestNum = newNum
 	}
-	// No other edit ran meanwhile, so v still derives from current; only
-	// SetLastSeq may have moved lastSeq on.
-	vs.logNum, vs.prevLogNum = e.LogNumber, e.PrevLogNumber
-	if e.LastSequence > vs.lastSeq {
-		vs.lastSeq = e.LastSequence
+	// No other edit ran meanwhile, so the Versions still derive from the
+	// families' current ones; only SetLastSeq may have moved lastSeq on.
+	for _, e := range edits {
+		vs.prevLogNum = e.PrevLogNumber
+		if e.LastSequence > vs.lastSeq {
+			vs.lastSeq = e.LastSequence
+		}
+		if e.HasMinLogNumberToKeep && e.MinLogNumberToKeep > vs.minLogNumToKeep {
+			vs.minLogNumToKeep = e.MinLogNumberToKeep
+		}
 	}
-	if e.HasMinLogNumberToKeep && e.MinLogNumberToKeep > vs.minLogNumToKeep {
-		vs.minLogNumToKeep = e.MinLogNumberToKeep
+	for _, p := range order {
+		f := p.fam
+		if f == nil {
+			f = &Family{id: p.id, name: p.name}
+			vs.addFamily(f)
+		}
+		f.logNum = p.logNum
+		if p.dropped {
+			vs.dropFamily(f)
+			continue
+		}
+		vs.install(f, p.v)
 	}
-	vs.install(v)
+	if maxCF > vs.maxColumnFamily {
+		vs.maxColumnFamily = maxCF
+	}
 	return nil
 }
 
-// fillCounters completes e's counters from the VersionSet's.
-func (vs *VersionSet) fillCounters(e *Edit) {
-	if !e.HasLogNumber {
-		e.LogNumber, e.HasLogNumber = vs.logNum, true
+// fillCounters completes e's counters from the VersionSet's and from p, the
+// family e applies to. A drop edit gets no log number: its family has none
+// left to record.
+func (vs *VersionSet) fillCounters(e *Edit, p *pendingFamily) {
+	if !e.HasLogNumber && !e.ColumnFamilyDrop {
+		e.LogNumber, e.HasLogNumber = p.logNum, true
 	}
 	if !e.HasPrevLogNumber {
 		e.PrevLogNumber, e.HasPrevLogNumber = vs.prevLogNum, true
@@ -314,10 +475,16 @@ func (vs *VersionSet) fillCounters(e *Edit) {
 	}
 }
 
-// appendManifest appends one encoded edit to the open MANIFEST and syncs.
-// On failure the writer is dropped, so that the next edit starts afresh.
-func (vs *VersionSet) appendManifest(rec []byte) error {
-	_, err := vs.manifest.WriteRecord(rec)
+// appendManifest appends encoded edits to the open MANIFEST, one record
+// each, and flushes and syncs once. On failure the writer is dropped, so
+// that the next edit starts afresh.
+func (vs *VersionSet) appendManifest(recs [][]byte) error {
+	var err error
+	for _, rec := range recs {
+		if _, err = vs.manifest.WriteRecord(rec); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = vs.manifest.Flush()
 	}
@@ -332,25 +499,55 @@ func (vs *VersionSet) appendManifest(rec []byte) error {
 	return nil
 }
 
-// snapshotEdits returns the edits that recreate the current state: the
-// comparator, then the counters and every file.
-func (vs *VersionSet) snapshotEdits() [2]Edit {
-	var s [2]Edit
-	s[0] = Edit{ComparatorName: base.ComparatorName, HasComparator: true}
-	e := &s[1]
-	e.LogNumber, e.HasLogNumber = vs.logNum, true
-	e.PrevLogNumber, e.HasPrevLogNumber = vs.prevLogNum, true
-	e.NextFileNumber, e.HasNextFileNumber = vs.nextFileNum, true
-	e.LastSequence, e.HasLastSequence = vs.lastSeq, true
-	if vs.minLogNumToKeep != 0 {
-		e.MinLogNumberToKeep, e.HasMinLogNumberToKeep = vs.minLogNumToKeep, true
+// snapshotEdits returns the edits that recreate the current state (see
+// snapshotLayout).
+func (vs *VersionSet) snapshotEdits() []Edit {
+	fams := make([]SnapshotFamily, len(vs.fams))
+	for i, f := range vs.fams {
+		fams[i] = SnapshotFamily{ID: f.id, Name: f.name, Version: f.current, LogNumber: f.logNum}
 	}
-	for level, files := range vs.current.Levels {
-		for _, f := range files {
-			e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: f})
+	return snapshotLayout(fams, SnapshotState{
+		PrevLogNumber:   vs.prevLogNum,
+		NextFileNumber:  vs.nextFileNum,
+		LastSequence:    vs.lastSeq,
+		MaxColumnFamily: vs.maxColumnFamily,
+	}, vs.minLogNumToKeep)
+}
+
+// snapshotLayout returns the edits of a snapshot of fams (default first, ids
+// ascending) and st, laid out as RocksDB's WriteCurrentStateToManifest does:
+// for each family an edit naming it (ColumnFamily, ColumnFamilyAdd except
+// for the default, which exists implicitly) with the comparator, then an
+// edit with its files and log number. The global counters go on the
+// default family's files edit.
+func snapshotLayout(fams []SnapshotFamily, st SnapshotState, minLogNumToKeep uint64) []Edit {
+	edits := make([]Edit, 0, 2*len(fams))
+	for _, f := range fams {
+		id := Edit{ColumnFamily: f.ID, ComparatorName: base.ComparatorName, HasComparator: true}
+		if f.ID != 0 {
+			id.ColumnFamilyAdd, id.HasColumnFamilyAdd = f.Name, true
 		}
+		e := Edit{ColumnFamily: f.ID}
+		e.LogNumber, e.HasLogNumber = f.LogNumber, true
+		if f.ID == 0 {
+			e.PrevLogNumber, e.HasPrevLogNumber = st.PrevLogNumber, true
+			e.NextFileNumber, e.HasNextFileNumber = st.NextFileNumber, true
+			e.LastSequence, e.HasLastSequence = st.LastSequence, true
+			if minLogNumToKeep != 0 {
+				e.MinLogNumberToKeep, e.HasMinLogNumberToKeep = minLogNumToKeep, true
+			}
+			if st.MaxColumnFamily > 0 {
+				e.MaxColumnFamily, e.HasMaxColumnFamily = st.MaxColumnFamily, true
+			}
+		}
+		for level, files := range f.Version.Levels {
+			for _, m := range files {
+				e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: m})
+			}
+		}
+		edits = append(edits, id, e)
 	}
-	return s
+	return edits
 }
 
 // encodeSnapshot returns the encoded records of snapshotEdits.
@@ -364,12 +561,12 @@ func (vs *VersionSet) encodeSnapshot() [][]byte {
 }
 
 // writeNewManifest writes MANIFEST-num holding snap (the encoded snapshot of
-// the state, from encodeSnapshot) followed by rec (if any), syncs it, and
+// the state, from encodeSnapshot) followed by recs, syncs it, and
 // points CURRENT at it. On success the old MANIFEST is closed and removed;
 // on failure the new one is removed and the old one stays as it was. It
 // reads no state but the MANIFEST writer's, so it may run without the
 // caller's mutex while LogAndApply holds the writer role.
-func (vs *VersionSet) writeNewManifest(num uint64, snap [][]byte, rec []byte) (err error) {
+func (vs *VersionSet) writeNewManifest(num uint64, snap, recs [][]byte) (err error) {
 	name := base.MakeFilename(base.FileKindManifest, num)
 	f, err := vs.fs.Create(vs.path(name))
 	if err != nil {
@@ -389,8 +586,8 @@ func (vs *VersionSet) writeNewManifest(num uint64, snap [][]byte, rec []byte) (e
 			return err
 		}
 	}
-	if rec != nil {
-		if _, err := w.WriteRecord(rec); err != nil {
+	for _, r := range recs {
+		if _, err := w.WriteRecord(r); err != nil {
 			return err
 		}
 	}
@@ -442,20 +639,3 @@ func (vs *VersionSet) setCurrent(num uint64) (renamed bool, err error) {
 	return true, vfs.SyncDir(vs.fs, vs.dir)
 }
 
-// checkSupported rejects edits of column families other than the default.
-func checkSupported(e *Edit) error {
-	switch {
-	case e.ColumnFamily != 0 && e.HasColumnFamilyAdd:
-		return errors.Wrapf(ErrUnsupportedColumnFamily, "version: column family %d (%q) is not supported",
-			e.ColumnFamily, e.ColumnFamilyAdd)
-	case e.ColumnFamily != 0:
-		return errors.Wrapf(ErrUnsupportedColumnFamily, "version: column family %d is not supported",
-			e.ColumnFamily)
-	case e.HasColumnFamilyAdd && e.ColumnFamilyAdd != "default":
-		return errors.Wrapf(ErrUnsupportedColumnFamily, "version: column family %q is not supported",
-			e.ColumnFamilyAdd)
-	case e.ColumnFamilyDrop:
-		return errors.Wrapf(ErrUnsupportedColumnFamily, "version: dropping the default column family")
-	}
-	return nil
-}
