@@ -22,8 +22,10 @@ func init() {
 //
 //	SEQ,COUNT,BYTESIZE,OFFSET,OP(CF) : 0xKEY [: 0xVALUE] ...
 //
-// where OFFSET is the file offset of the record's first fragment and each
-// operation is followed by a space. --print-value adds the values of PUT
+// where OFFSET is the file offset of the record's first fragment, CF the
+// record's column family id in decimal (0 for the plain forms and for a
+// column-family form with id 0; ldb prints both alike) and each operation
+// is followed by a space. --print-value adds the values of PUT
 // and MERGE; DELETE_RANGE always prints both ends. Keys and values are
 // always hex, as ldb's.
 func walDump(t *T, c *cmdline) error {
@@ -63,7 +65,8 @@ func walDump(t *T, c *cmdline) error {
 		// The header's sequence number: br.Seq is that of the record last read.
 		fmt.Fprintf(&line, "%d,%d,%d,%d,", binary.LittleEndian.Uint64(rec[:8]), br.Count(), len(rec), r.Offset())
 		for {
-			kind, k, v, err := br.Next()
+			// NextCF: a dump shows every column family, as ldb's does.
+			cf, kind, k, v, err := br.NextCF()
 			if err == io.EOF {
 				break
 			}
@@ -76,16 +79,16 @@ func walDump(t *T, c *cmdline) error {
 				if kind == base.KindMerge {
 					op = "MERGE"
 				}
-				fmt.Fprintf(&line, "%s(0) : %s ", op, toHex(k))
+				fmt.Fprintf(&line, "%s(%d) : %s ", op, cf, toHex(k))
 				if c.printValue {
 					fmt.Fprintf(&line, ": %s ", toHex(v))
 				}
 			case base.KindDelete:
-				fmt.Fprintf(&line, "DELETE(0) : %s ", toHex(k))
+				fmt.Fprintf(&line, "DELETE(%d) : %s ", cf, toHex(k))
 			case base.KindSingleDelete:
-				fmt.Fprintf(&line, "SINGLE_DELETE(0) : %s ", toHex(k))
+				fmt.Fprintf(&line, "SINGLE_DELETE(%d) : %s ", cf, toHex(k))
 			case base.KindRangeDelete:
-				fmt.Fprintf(&line, "DELETE_RANGE(0) : %s %s ", toHex(k), toHex(v))
+				fmt.Fprintf(&line, "DELETE_RANGE(%d) : %s %s ", cf, toHex(k), toHex(v))
 			}
 		}
 		line.WriteByte('\n')
