@@ -638,4 +638,3 @@ func (vs *VersionSet) setCurrent(num uint64) (renamed bool, err error) {
 	}
 	return true, vfs.SyncDir(vs.fs, vs.dir)
 }
-
