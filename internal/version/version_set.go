@@ -29,8 +29,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// VersionSet owns the current Version, the file-number and sequence
-// counters, and the MANIFEST that records them.
+// VersionSet owns the column families (each with its current Version and
+// log number), the file-number and sequence counters, and the MANIFEST that
+// records them.
 //
 // Locking: a VersionSet is not internally synchronized. The caller (the db)
 // must serialize LogAndApply, Current and every counter method under its
