@@ -200,7 +200,7 @@ func TestFamilies_LogAndApplyGroup(t *testing.T) {
 	addFamily(t, vs, "a")
 	addFamily(t, vs, "b")
 	vs.SetLastSeq(5)
-	group := func(fail bool) []*Edit {
+	group := func(vs *VersionSet, fail bool) []*Edit {
 		var es []*Edit
 		for _, id := range []uint32{0, 1, 2} {
 			num := vs.NextFileNum()
@@ -215,7 +215,7 @@ func TestFamilies_LogAndApplyGroup(t *testing.T) {
 	}
 
 	// All or nothing: one edit for an unknown family fails the group.
-	bad := group(true)
+	bad := group(vs, true)
 	before := familiesState(vs)
 	size := vs.manifest.Size()
 	err = vs.LogAndApplyGroup(bad)
@@ -223,7 +223,7 @@ func TestFamilies_LogAndApplyGroup(t *testing.T) {
 	require.Equal(t, size, vs.manifest.Size())
 	require.Equal(t, before, familiesState(vs))
 
-	es := group(false)
+	es := group(vs, false)
 	require.NoError(t, vs.LogAndApplyGroup(es))
 	for i, e := range es {
 		require.True(t, e.InAtomicGroup)
@@ -237,6 +237,23 @@ func TestFamilies_LogAndApplyGroup(t *testing.T) {
 	vs2, err := Load(fs, dir, Options{})
 	require.NoError(t, err)
 	require.Equal(t, want, familiesState(vs2))
+
+	// The group as written: cut before its last record (a crash before
+	// the sync completed), the MANIFEST loads without any of it.
+	g2 := group(vs2, false)
+	pre := familiesState(vs2)
+	require.NoError(t, vs2.LogAndApplyGroup(g2))
+	name := dir + "/" + base.MakeFilename(base.FileKindManifest, vs2.ManifestFileNum())
+	data := readAll(t, fs, name)
+	starts := recordStarts(t, data)
+	cut := writeDB(t, data[:starts[len(starts)-1]], base.MakeFilename(base.FileKindManifest, 1)+"\n")
+	vsCut, err := Load(cut, dir, Options{})
+	require.NoError(t, err)
+	// (Only the next file number differs: the rotation took one.)
+	_, preFams, _ := strings.Cut(pre, "\n")
+	_, cutFams, _ := strings.Cut(familiesState(vsCut), "\n")
+	require.Equal(t, preFams, cutFams)
+	require.Equal(t, 1, vsCut.Family(1).Current().NumFiles(0))
 
 	// A group may add a family and fill it.
 	require.NoError(t, vs2.LogAndApplyGroup([]*Edit{
@@ -270,6 +287,16 @@ func TestFamilies_DroppedVersionStaysLiveWhileReferenced(t *testing.T) {
 	// Edits for it now fail.
 	err = vs.LogAndApply(&Edit{ColumnFamily: a.ID()})
 	require.True(t, errors.HasAssertionFailure(err), "%v", err)
+}
+
+func readAll(t *testing.T, fs vfs.FS, name string) []byte {
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(f)
+	require.NoError(t, err)
+	return buf.Bytes()
 }
 
 // manifestOf encodes edits as a MANIFEST image.
@@ -460,6 +487,12 @@ func TestFamilies_LdbManifestDump(t *testing.T) {
 	flushFamily(t, vs, 1, "a", "b", 1, 5)
 	flushFamily(t, vs, 3, "c", "d", 2, 6)
 	require.NoError(t, vs.LogAndApply(&Edit{ColumnFamily: 2, ColumnFamilyDrop: true}))
+	vs.SetLastSeq(3)
+	n1, n3 := vs.NextFileNum(), vs.NextFileNum()
+	require.NoError(t, vs.LogAndApplyGroup([]*Edit{
+		{ColumnFamily: 1, NewFiles: []NewFileEntry{{Level: 0, Meta: meta(n1, "e", "f", 3)}}},
+		{ColumnFamily: 3, NewFiles: []NewFileEntry{{Level: 0, Meta: meta(n3, "e", "f", 3)}}},
+	}))
 	require.NoError(t, vs.Close())
 
 	dump := func() string {
@@ -482,6 +515,8 @@ func TestFamilies_LdbManifestDump(t *testing.T) {
 		require.Contains(t, out, `Column family "gamma"  (ID 3)`)
 		require.NotContains(t, out, `"beta"`)
 		require.Contains(t, out, "max_column_family 3")
+		require.Contains(t, out, fmt.Sprintf(" %d:%d[3 .. 3]", n1, n1*100))
+		require.Contains(t, out, fmt.Sprintf(" %d:%d[3 .. 3]", n3, n3*100))
 	}
 	check(dump())
 
