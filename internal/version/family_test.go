@@ -232,6 +232,10 @@ func TestFamilies_LogAndApplyGroup(t *testing.T) {
 	for _, f := range vs.Families() {
 		require.Equal(t, 1, f.Current().NumFiles(0), "family %d", f.ID())
 	}
+	// LogAndApply writes no group marks, even ones its caller left.
+	stray := &Edit{InAtomicGroup: true, RemainingEntries: 3}
+	require.NoError(t, vs.LogAndApply(stray))
+	require.False(t, stray.InAtomicGroup)
 	want := familiesState(vs)
 	require.NoError(t, vs.Close())
 	vs2, err := Load(fs, dir, Options{})

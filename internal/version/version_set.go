@@ -402,8 +402,12 @@ func (vs *VersionSet) logAndApply(edits []*Edit, atomic bool) error {
 	recs := vs.scratch[:len(edits)]
 	for i, e := range edits {
 		e.NextFileNumber, e.HasNextFileNumber = vs.nextFileNum, true
+		// The group marks are LogAndApplyGroup's to set: a stray mark
+		// from LogAndApply's caller would leave an unfinished group in
+		// the MANIFEST, which the next edit would make corrupt.
+		e.InAtomicGroup, e.RemainingEntries = atomic, 0
 		if atomic {
-			e.InAtomicGroup, e.RemainingEntries = true, uint32(len(edits)-1-i)
+			e.RemainingEntries = uint32(len(edits) - 1 - i)
 		}
 		recs[i] = e.Encode(recs[i][:0])
 	}
