@@ -51,7 +51,22 @@
 // NextFileNumber, MinLogNumberToKeep, LastSequence, DeletedFile, and
 // NewFile4 with custom tags 5, 6, 7 (empty unless known), 8 ("Unknown" unless
 // known) and 2 when marked; never tag 12, whose value RocksDB would check
-// against one it derives from the table.
+// against one it derives from the table. For column families:
+// ColumnFamily, ColumnFamilyAdd (with the comparator and MaxColumnFamily,
+// as RocksDB's add edit), ColumnFamilyDrop, and InAtomicGroup on each edit
+// of a LogAndApplyGroup.
+//
+// # Column families
+//
+// Family 0, "default", exists implicitly. Every edit applies to the family
+// its ColumnFamily names; LogNumber is per family (a WAL below it holds
+// nothing of that family), the other counters are global. Ids are never
+// reused: a new family's id is above MaxColumnFamily, which the MANIFEST
+// records. A snapshot (a new MANIFEST) lays the families out as RocksDB's
+// WriteCurrentStateToManifest: for each live family by id, an edit naming
+// it (ColumnFamily, ColumnFamilyAdd except for the default) with the
+// comparator, then an edit with its files and log number; the global
+// counters ride on the default family's files edit.
 //
 // # Files
 //
@@ -60,7 +75,7 @@
 // number), synced, renamed over CURRENT, and the directory synced.
 //
 // A fresh VersionSet writes MANIFEST-000001 with the edits {Comparator} and
-// {LogNumber 0, NextFileNumber 2, LastSequence 0}. A VersionSet loaded from
-// an existing MANIFEST never appends to it: its first LogAndApply starts a
-// new MANIFEST with a snapshot of the current state.
+// {LogNumber 0, PrevLogNumber 0, NextFileNumber 2, LastSequence 0}. A
+// VersionSet loaded from an existing MANIFEST never appends to it: its first
+// LogAndApply starts a new MANIFEST with a snapshot of the current state.
 package version

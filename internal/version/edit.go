@@ -51,9 +51,9 @@ const (
 // (1-16 as of RocksDB 8) so that a later RocksDB tag will not collide.
 const customNumRangeDeletions = 0x1001
 
-// ErrUnsupportedColumnFamily is returned (wrapped) when a MANIFEST
-// describes a column family other than the default one.
-// It is base.ErrUnsupportedColumnFamily, shared with the WAL reader.
+// ErrUnsupportedColumnFamily is base.ErrUnsupportedColumnFamily, kept here
+// for the packages that test for it by this name. This package no longer
+// returns it: VersionSet supports column families.
 var ErrUnsupportedColumnFamily = base.ErrUnsupportedColumnFamily
 
 // NewFileEntry adds a file to a level.

@@ -55,6 +55,9 @@ func dumpEdit(e *Edit) string {
 	if e.HasColumnFamilyAdd {
 		fmt.Fprintf(&sb, "  ColumnFamilyAdd: %s\n", e.ColumnFamilyAdd)
 	}
+	if e.ColumnFamilyDrop {
+		sb.WriteString("  ColumnFamilyDrop\n")
+	}
 	sb.WriteString("}\n")
 	return sb.String()
 }
@@ -166,9 +169,6 @@ func TestEdit_DecodeRocksDBManifests(t *testing.T) {
 func TestLoad_RocksDBManifests(t *testing.T) {
 	dirs := fixtureDirs(t)
 	for _, dir := range dirs {
-		if filepath.Base(dir) == "ldb-cf" {
-			continue
-		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			path, _ := fixtureManifest(t, dir)
 			_, wantLevels, tail := parseDump(t, path+".manifest_dump.txt")
@@ -178,9 +178,9 @@ func TestLoad_RocksDBManifests(t *testing.T) {
 			require.Equal(t, wantLevels, dumpVersion(vs.Current()))
 			// ldb reports next_file_number one past the recorded value: it
 			// reserves the recorded one for the MANIFEST it would write.
-			got := fmt.Sprintf("next_file_number %d last_sequence %d  prev_log_number %d max_column_family 0 "+
+			got := fmt.Sprintf("next_file_number %d last_sequence %d  prev_log_number %d max_column_family %d "+
 				"min_log_number_to_keep %d", vs.PeekNextFileNum()+1, vs.LastSeq(), vs.PrevLogNumber(),
-				vs.MinLogNumberToKeep())
+				vs.MaxColumnFamily(), vs.MinLogNumberToKeep())
 			require.Equal(t, tail, got)
 			require.NoError(t, vs.Current().CheckOrdering())
 		})

@@ -16,14 +16,15 @@ import (
 const maxCurrentSize = 4096
 
 // Load recovers the VersionSet of dir: it reads CURRENT, replays the MANIFEST
-// it names and installs the resulting Version. A torn last record (cut by a
+// it names and installs the resulting Version of each live column family.
+// A torn last record (cut by a
 // crash) is dropped: its edit was never acknowledged. Other damage gives an
 // error of class base.ErrCorruption naming the MANIFEST and offset: a bad
 // checksum, a malformed edit, a damaged fragment header (even in the last
 // block, where a damaged length could pass for a torn write; see package
-// record), a table whose sequence numbers exceed the last sequence. An edit
-// a column family's edit before the family is added or a second add of a
-// live family's id or name.
+// record), a table whose sequence numbers exceed the last sequence, an edit
+// for a column family never added, a second add of a live family's id or
+// name. A family with another comparator gives ErrInvalidArgument.
 //
 // Column families are replayed as RocksDB does: an edit with
 // ColumnFamilyAdd creates a family, one with ColumnFamilyDrop removes it, and

@@ -29,8 +29,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// VersionSet owns the current Version, the file-number and sequence
-// counters, and the MANIFEST that records them.
+// VersionSet owns the column families (each with its current Version and
+// log number), the file-number and sequence counters, and the MANIFEST that
+// records them.
 //
 // Locking: a VersionSet is not internally synchronized. The caller (the db)
 // must serialize LogAndApply, Current and every counter method under its
@@ -401,8 +402,12 @@ func (vs *VersionSet) logAndApply(edits []*Edit, atomic bool) error {
 	recs := vs.scratch[:len(edits)]
 	for i, e := range edits {
 		e.NextFileNumber, e.HasNextFileNumber = vs.nextFileNum, true
+		// The group marks are LogAndApplyGroup's to set: a stray mark
+		// from LogAndApply's caller would leave an unfinished group in
+		// the MANIFEST, which the next edit would make corrupt.
+		e.InAtomicGroup, e.RemainingEntries = atomic, 0
 		if atomic {
-			e.InAtomicGroup, e.RemainingEntries = true, uint32(len(edits)-1-i)
+			e.RemainingEntries = uint32(len(edits) - 1 - i)
 		}
 		recs[i] = e.Encode(recs[i][:0])
 	}
@@ -638,4 +643,3 @@ func (vs *VersionSet) setCurrent(num uint64) (renamed bool, err error) {
 	}
 	return true, vfs.SyncDir(vs.fs, vs.dir)
 }
-
