@@ -26,6 +26,13 @@ type ApproximateSizeOptions struct {
 	ExcludeFiles bool
 }
 
+// ApproximateSize estimates the bytes the default family holds in [start,
+// end) (see ColumnFamily.ApproximateSize).
+func (d *DB) ApproximateSize(start, end []byte, opts *ApproximateSizeOptions) (uint64, error) {
+	return d.def.ApproximateSize(start, end, opts)
+}
+
+
 // ApproximateSize estimates the bytes the keys in [start, end) occupy: on
 // disk, in the table files of the current version, and with
 // IncludeMemtables in the memtables too. nil start means the smallest key,
@@ -39,8 +46,9 @@ type ApproximateSizeOptions struct {
 // therefore exact to within one data block per straddling table, and
 // counts every version of a key and every tombstone still on disk, not
 // only live data. Memtables are walked entry by entry over the range.
-func (d *DB) ApproximateSize(start, end []byte, opts *ApproximateSizeOptions) (uint64, error) {
-	if err := d.checkOpen(); err != nil {
+func (cf *ColumnFamily) ApproximateSize(start, end []byte, opts *ApproximateSizeOptions) (uint64, error) {
+	d := cf.d
+	if err := cf.check(d); err != nil {
 		return 0, err
 	}
 	var o ApproximateSizeOptions
@@ -56,7 +64,7 @@ func (d *DB) ApproximateSize(start, end []byte, opts *ApproximateSizeOptions) (u
 	if end != nil && bytes.Equal(start, end) {
 		return 0, nil
 	}
-	rs := d.loadReadState()
+	rs := cf.loadReadState()
 	defer rs.unref()
 	var total uint64
 	if !o.ExcludeFiles {
@@ -145,8 +153,9 @@ func memtableRangeBytes(m *memtable.MemTable, start, end []byte) uint64 {
 // Overwrites not yet compacted away count once per version, and a deletion
 // in a memtable is not subtracted from the key it deletes; after a full
 // compaction without snapshots the estimate is exact.
-func (d *DB) estimateNumKeys() (string, bool) {
-	rs := d.loadReadState()
+func (cf *ColumnFamily) estimateNumKeys() (string, bool) {
+	d := cf.d
+	rs := cf.loadReadState()
 	defer rs.unref()
 	var mem, memDel uint64
 	for _, m := range rs.mems {

@@ -58,8 +58,10 @@ func (d *DB) Checkpoint(dir string) (err error) {
 	}
 	if !d.opts.ReadOnly {
 		// Every write acknowledged so far reaches a table.
-		if err := d.Flush(); err != nil {
-			return errors.Wrap(err, "strata: Checkpoint: flushing the memtable")
+		for _, cf := range d.ColumnFamilies() {
+			if err := cf.Flush(); err != nil && !cf.dropped.Load() {
+				return errors.Wrapf(err, "strata: Checkpoint: flushing column family %q", cf.name)
+			}
 		}
 	}
 	if f := d.testing.checkpointFlushed; f != nil {
@@ -71,10 +73,11 @@ func (d *DB) Checkpoint(dir string) (err error) {
 	defer d.endOp()
 
 	var (
-		v       *version.Version
+		fams    []version.SnapshotFamily
 		st      version.SnapshotState
 		nextNum uint64
 		options []byte
+		minLog  uint64
 	)
 	pin := func() error {
 		d.mu.Lock()
@@ -82,23 +85,28 @@ func (d *DB) Checkpoint(dir string) (err error) {
 		if err := d.mu.bgErr; err != nil {
 			return err
 		}
-		if !d.opts.ReadOnly && d.ingestionOvertookMemtablesLocked() {
-			// An ingestion after the flush made a table newer than
-			// writes still in a memtable: pinned now, the checkpoint
-			// would hold the ingestion without the writes before it.
-			// With the pipeline drained (the caller), nothing can come
-			// between this flush and the pin.
+		if !d.opts.ReadOnly && d.unflushedLocked() {
+			// Writes arrived after the flushes above (or an ingestion
+			// made a table newer than writes still in a memtable): the
+			// tables alone would not be one point in time across the
+			// families. With the pipeline drained (the caller), nothing
+			// can come between this flush and the pin.
 			if err := d.flushAllLocked(); err != nil {
-				return errors.Wrap(err, "strata: Checkpoint: flushing the memtable")
+				return errors.Wrap(err, "strata: Checkpoint: flushing the memtables")
 			}
 		}
 		vs := d.mu.versions
-		v = vs.Current()
-		v.Ref()
+		minLog = vs.MinLogNumber()
+		for _, cf := range d.mu.fams {
+			v := cf.mu.vf.Current()
+			v.Ref()
+			fams = append(fams, version.SnapshotFamily{ID: cf.id, Name: cf.name, Version: v,
+				LogNumber: cf.mu.vf.LogNumber()})
+		}
 		st = version.SnapshotState{
-			LogNumber:     vs.LogNumber(),
-			PrevLogNumber: vs.PrevLogNumber(),
-			LastSequence:  vs.LastSeq(),
+			PrevLogNumber:   vs.PrevLogNumber(),
+			LastSequence:    vs.LastSeq(),
+			MaxColumnFamily: vs.MaxColumnFamily(),
 		}
 		nextNum = vs.PeekNextFileNum()
 		options = optionsfile.Render(d.optionsEntries())
@@ -114,9 +122,13 @@ func (d *DB) Checkpoint(dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	// Tables v alone keeps become obsolete at the next flush, compaction or
-	// Close, as for any released version.
-	defer d.unrefVersion(v)
+	// Tables the pinned versions alone keep become obsolete at the next
+	// flush, compaction or Close, as for any released version.
+	defer func() {
+		for _, f := range fams {
+			d.unrefVersion(f.Version)
+		}
+	}()
 	if f := d.testing.checkpointPinned; f != nil {
 		f()
 	}
@@ -128,7 +140,7 @@ func (d *DB) Checkpoint(dir string) (err error) {
 			return err
 		}
 		for _, n := range l.logs {
-			if n >= st.LogNumber || (n != 0 && n == st.PrevLogNumber) {
+			if n >= minLog || (n != 0 && n == st.PrevLogNumber) {
 				wals = append(wals, n)
 			}
 		}
@@ -151,20 +163,22 @@ func (d *DB) Checkpoint(dir string) (err error) {
 	}()
 
 	link := true
-	for _, files := range v.Levels {
-		for _, f := range files {
-			name := base.MakeFilename(base.FileKindTable, f.FileNum)
-			src, dst := d.path(name), filepath.Join(tmp, name)
-			if link {
-				if vfs.Link(d.fs, src, dst) == nil {
-					continue
+	for _, fam := range fams {
+		for _, files := range fam.Version.Levels {
+			for _, f := range files {
+				name := base.MakeFilename(base.FileKindTable, f.FileNum)
+				src, dst := d.path(name), filepath.Join(tmp, name)
+				if link {
+					if vfs.Link(d.fs, src, dst) == nil {
+						continue
+					}
+					// EXDEV, a file system without hard links, or any other
+					// refusal: copy this table and the rest.
+					link = false
 				}
-				// EXDEV, a file system without hard links, or any other
-				// refusal: copy this table and the rest.
-				link = false
-			}
-			if err := d.copyFile(src, dst, int64(f.Size)); err != nil {
-				return err
+				if err := d.copyFile(src, dst, int64(f.Size)); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -180,7 +194,7 @@ func (d *DB) Checkpoint(dir string) (err error) {
 		return errors.Wrap(err, "strata: Checkpoint")
 	}
 	// The MANIFEST, then CURRENT: the last files of the checkpoint.
-	if err := version.WriteSnapshotManifest(d.fs, tmp, manifestNum, v, st); err != nil {
+	if err := version.WriteSnapshotManifestFamilies(d.fs, tmp, manifestNum, fams, st); err != nil {
 		return errors.Wrap(err, "strata: Checkpoint")
 	}
 	if err := syncDirPath(d.fs, tmp); err != nil {
@@ -190,31 +204,6 @@ func (d *DB) Checkpoint(dir string) (err error) {
 		return errors.Wrapf(err, "strata: Checkpoint: renaming %s to %s", tmp, dir)
 	}
 	return syncDirPath(d.fs, filepath.Dir(dir))
-}
-
-// ingestionOvertookMemtablesLocked reports whether a table of the current
-// version holds a sequence number above the smallest one in a memtable.
-// Flushes write memtables oldest first, so only an ingestion (which takes
-// a sequence number above every write before it, without flushing
-// memtables it does not overlap) can make one. d.mu must be held.
-func (d *DB) ingestionOvertookMemtablesLocked() bool {
-	var memLo base.SeqNum
-	for _, m := range append([]*memTable{d.mu.mem}, d.mu.imm...) {
-		if lo, _ := m.SeqNumRange(); lo != 0 && (memLo == 0 || lo < memLo) {
-			memLo = lo
-		}
-	}
-	if memLo == 0 {
-		return false
-	}
-	for _, files := range d.mu.versions.Current().Levels {
-		for _, f := range files {
-			if f.LargestSeq >= memLo {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // copyFile copies size bytes of src (all of it when size < 0) into a new

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -255,8 +256,7 @@ func (d *DB) CreateColumnFamily(name string, opts *ColumnFamilyOptions) (*Column
 	if name == "" {
 		return nil, errors.Wrap(ErrInvalidArgument, "strata: CreateColumnFamily: empty name")
 	}
-	o, err := d.opts.withFamily(opts)
-	if err != nil {
+	if _, err := d.opts.withFamily(opts); err != nil {
 		return nil, errors.Wrapf(err, "strata: column family %q", name)
 	}
 	if err := d.beginOp("CreateColumnFamily"); err != nil {
@@ -264,49 +264,64 @@ func (d *DB) CreateColumnFamily(name string, opts *ColumnFamilyOptions) (*Column
 	}
 	defer d.endOp()
 	var cf *ColumnFamily
-	// Families are added with the commit pipeline drained: a batch that
-	// names the family can only be written once its handle exists, and
-	// the WAL record that creates it... is in the MANIFEST, written before
-	// any record of the family reaches the WAL.
+	var err error
+	// Families are added with the commit pipeline drained: a batch can
+	// name the family only once its handle exists, and its MANIFEST
+	// record is durable before any record of the family reaches the WAL.
 	err = d.exclusive(func() error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
-		vs := d.mu.versions
-		vs.WaitForWriter()
-		if vs.FamilyByName(name) != nil {
-			return errors.Wrapf(ErrInvalidArgument, "strata: column family %q already exists", name)
-		}
-		id := vs.MaxColumnFamily() + 1
-		// The family's log number is the current WAL: nothing older holds
-		// a record of it.
-		ve := &version.Edit{ColumnFamily: id, ColumnFamilyAdd: name, HasColumnFamilyAdd: true,
-			LogNumber: d.mu.log.num, HasLogNumber: true}
-		if err := vs.LogAndApply(ve); err != nil {
-			err = errors.Wrapf(err, "strata: creating column family %q", name)
-			d.setBgErrLocked(err)
-			return err
-		}
-		vf := vs.Family(id)
-		cf = d.newColumnFamily(vf, o)
-		mem, err := d.newMemTable(cf, d.mu.log.num, 0, 0)
-		if err != nil {
-			return err
-		}
-		cf.mu.mem = mem
-		d.mu.fams = append(d.mu.fams, cf)
-		d.updateReadStateLocked(cf)
-		if err := d.writeOptionsFileLocked(nil); err != nil {
-			return errors.Wrapf(err, "strata: column family %q created, but the OPTIONS file was not rewritten", name)
-		}
-		return nil
+		var err error
+		cf, err = d.createFamilyLocked(name, opts, true)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	d.logf(0, "created column family", "name", name, "id", cf.id)
+	return cf, nil
+}
+
+// createFamilyLocked records the new family name in the MANIFEST, makes
+// its handle and memtable and, with writeOptions, rewrites the OPTIONS
+// file. d.mu must be held and the commit pipeline drained (or the DB not
+// yet shared).
+func (d *DB) createFamilyLocked(name string, opts *ColumnFamilyOptions, writeOptions bool) (*ColumnFamily, error) {
+	o, err := d.opts.withFamily(opts)
+	if err != nil {
+		return nil, errors.Wrapf(err, "strata: column family %q", name)
+	}
+	vs := d.mu.versions
+	vs.WaitForWriter()
+	if vs.FamilyByName(name) != nil {
+		return nil, errors.Wrapf(ErrInvalidArgument, "strata: column family %q already exists", name)
+	}
+	id := vs.MaxColumnFamily() + 1
+	// The family's log number is the current WAL: nothing older holds a
+	// record of it.
+	ve := &version.Edit{ColumnFamily: id, ColumnFamilyAdd: name, HasColumnFamilyAdd: true,
+		LogNumber: d.mu.log.num, HasLogNumber: true}
+	if err := vs.LogAndApply(ve); err != nil {
+		err = errors.Wrapf(err, "strata: creating column family %q", name)
+		d.setBgErrLocked(err)
+		return nil, err
+	}
+	cf := d.newColumnFamily(vs.Family(id), o)
+	mem, err := d.newMemTable(cf, d.mu.log.num, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	cf.mu.mem = mem
+	d.mu.fams = append(d.mu.fams, cf)
+	d.updateReadStateLocked(cf)
+	d.logf(slog.LevelInfo, "created column family", "name", name, "id", cf.id)
+	if writeOptions {
+		if err := d.writeOptionsFileLocked(nil); err != nil {
+			return cf, errors.Wrapf(err, "strata: column family %q created, but the OPTIONS file was not rewritten", name)
+		}
+	}
 	return cf, nil
 }
 

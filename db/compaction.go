@@ -37,7 +37,6 @@ type compactionState struct {
 	l0Trigger, l0Slowdown, l0Stop atomic.Int64
 	targetFileSize, maxBytesBase  atomic.Int64
 	multiplierBits                atomic.Uint64 // math.Float64bits; 0 = unset
-	maxBackgroundJobs             atomic.Int64
 
 	// manualMu makes CompactRange calls run one at a time; it is taken
 	// before DB.mu, never while holding it.
@@ -88,6 +87,7 @@ const (
 // compaction is one compaction job. Its input files are marked Compacting
 // from pick to finish.
 type compaction struct {
+	cf   *ColumnFamily
 	kind compactionKind
 	pick *version.Pick
 	// manual compactions never move trivially.
@@ -113,70 +113,95 @@ func (d *DB) optInt(v *atomic.Int64, def int) int {
 	return def
 }
 
-func (d *DB) l0Trigger() int {
-	return d.optInt(&d.comp.l0Trigger, d.opts.Level0FileNumCompactionTrigger)
+func (cf *ColumnFamily) l0Trigger() int {
+	return cf.d.optInt(&cf.comp.l0Trigger, cf.opts.Level0FileNumCompactionTrigger)
 }
-func (d *DB) l0Slowdown() int {
-	return d.optInt(&d.comp.l0Slowdown, d.opts.Level0SlowdownWritesTrigger)
+func (cf *ColumnFamily) l0Slowdown() int {
+	return cf.d.optInt(&cf.comp.l0Slowdown, cf.opts.Level0SlowdownWritesTrigger)
 }
-func (d *DB) l0Stop() int { return d.optInt(&d.comp.l0Stop, d.opts.Level0StopWritesTrigger) }
+func (cf *ColumnFamily) l0Stop() int {
+	return cf.d.optInt(&cf.comp.l0Stop, cf.opts.Level0StopWritesTrigger)
+}
 
-func (d *DB) targetFileSize() uint64 {
-	if n := d.comp.targetFileSize.Load(); n > 0 {
+func (cf *ColumnFamily) targetFileSize() uint64 {
+	if n := cf.comp.targetFileSize.Load(); n > 0 {
 		return uint64(n)
 	}
-	return uint64(d.opts.TargetFileSizeBase)
+	return uint64(cf.opts.TargetFileSizeBase)
 }
 
 // pickerOptions snapshots the mutable picking options.
-func (d *DB) pickerOptions() version.PickerOptions {
-	base := uint64(d.opts.MaxBytesForLevelBase)
-	if n := d.comp.maxBytesBase.Load(); n > 0 {
+func (cf *ColumnFamily) pickerOptions() version.PickerOptions {
+	base := uint64(cf.opts.MaxBytesForLevelBase)
+	if n := cf.comp.maxBytesBase.Load(); n > 0 {
 		base = uint64(n)
 	}
-	mult := float64(d.opts.MaxBytesForLevelMultiplier)
-	if b := d.comp.multiplierBits.Load(); b != 0 {
+	mult := float64(cf.opts.MaxBytesForLevelMultiplier)
+	if b := cf.comp.multiplierBits.Load(); b != 0 {
 		mult = math.Float64frombits(b)
 	}
-	return version.PickerOptions{L0Trigger: d.l0Trigger(), BaseBytes: base, Multiplier: mult,
-		Dynamic: d.opts.LevelCompactionDynamicLevelBytes}
+	return version.PickerOptions{L0Trigger: cf.l0Trigger(), BaseBytes: base, Multiplier: mult,
+		Dynamic: cf.opts.LevelCompactionDynamicLevelBytes}
 }
 
-// maxCompactions is the number of compactions that may run at once: the
-// background jobs less those RocksDB reserves for flushes (a quarter, at
-// least one), at least one.
+// maxCompactions is the number of compactions that may run at once, over
+// all families: the background jobs less those RocksDB reserves for flushes
+// (a quarter, at least one), at least one.
 func (d *DB) maxCompactions() int {
-	jobs := d.optInt(&d.comp.maxBackgroundJobs, d.opts.MaxBackgroundJobs)
+	jobs := d.optInt(&d.maxBackgroundJobs, d.opts.MaxBackgroundJobs)
 	return max(1, jobs-max(1, jobs/4))
 }
 
-// l0CountLocked is the number of L0 files. d.mu must be held.
-func (d *DB) l0CountLocked() int {
-	return len(d.mu.versions.Current().Levels[0])
+// l0CountLocked is the number of L0 files of cf. d.mu must be held.
+func (cf *ColumnFamily) l0CountLocked() int {
+	return len(cf.mu.vf.Current().Levels[0])
 }
 
-// pendingCompactionBytesLocked estimates the bytes compaction is behind by.
-// d.mu must be held.
-func (d *DB) pendingCompactionBytesLocked() uint64 {
-	if d.opts.CompactionStyle != LevelCompaction {
+// pendingCompactionBytesLocked estimates the bytes cf's compaction is
+// behind by. d.mu must be held.
+func (cf *ColumnFamily) pendingCompactionBytesLocked() uint64 {
+	if cf.opts.CompactionStyle != LevelCompaction {
 		return 0
 	}
-	return d.mu.versions.Current().PendingCompactionBytes(d.pickerOptions())
+	return cf.mu.vf.Current().PendingCompactionBytes(cf.pickerOptions())
+}
+
+// inflightLocked counts the compactions running in every family. d.mu
+// must be held.
+func (d *DB) inflightLocked() int {
+	n := 0
+	for _, cf := range d.mu.fams {
+		n += len(cf.comp.inflight)
+	}
+	return n
 }
 
 // maybeScheduleCompactionLocked starts background compactions while some
-// are due and job slots are free. d.mu must be held.
+// are due and job slots are free, taking the families in turn so that one
+// family's debt does not starve the others. d.mu must be held.
 func (d *DB) maybeScheduleCompactionLocked() {
-	if d.opts.ReadOnly || d.mu.versions == nil || d.mu.closing || d.mu.bgErr != nil ||
-		d.comp.manual > 0 || d.comp.disableAuto.Load() {
+	if d.opts.ReadOnly || d.mu.versions == nil || d.mu.closing || d.mu.bgErr != nil {
 		return
 	}
-	for len(d.comp.inflight) < d.maxCompactions() {
-		c := d.pickAutoLocked()
+	running := d.inflightLocked()
+	for running < d.maxCompactions() {
+		var c *compaction
+		n := len(d.mu.fams)
+		for i := 0; i < n && c == nil; i++ {
+			cf := d.mu.fams[(d.mu.compactNext+i)%n]
+			if cf.comp.manual > 0 || cf.comp.disableAuto.Load() {
+				continue
+			}
+			c = d.pickAutoLocked(cf)
+			if c != nil {
+				d.mu.compactNext = (d.mu.compactNext + i + 1) % n
+			}
+		}
 		if c == nil {
 			return
 		}
 		d.startCompactionLocked(c)
+		running++
 		d.mu.bgWG.Add(1)
 		go func() {
 			defer d.mu.bgWG.Done()
@@ -190,36 +215,36 @@ func (d *DB) maybeScheduleCompactionLocked() {
 
 // pickAutoLocked picks the next automatic compaction, or nil. d.mu must be
 // held.
-func (d *DB) pickAutoLocked() *compaction {
-	v := d.mu.versions.Current()
-	if d.opts.CompactionStyle == FIFOCompaction {
-		if len(d.comp.inflight) > 0 {
+func (d *DB) pickAutoLocked(cf *ColumnFamily) *compaction {
+	v := cf.mu.vf.Current()
+	if cf.opts.CompactionStyle == FIFOCompaction {
+		if len(cf.comp.inflight) > 0 {
 			return nil
 		}
-		return d.pickFIFOLocked(v, d.opts.FIFOAllowCompaction)
+		return d.pickFIFOLocked(cf, v, cf.opts.FIFOAllowCompaction)
 	}
 	busy := func(level int, smallest, largest []byte) bool {
-		for _, c := range d.comp.inflight {
+		for _, c := range cf.comp.inflight {
 			p := c.pick
 			if p.OutputLevel == level && bytes.Compare(smallest, p.Largest) <= 0 &&
 				bytes.Compare(p.Smallest, largest) <= 0 {
 				return true
 			}
 		}
-		return d.ingestingOverLocked(level, smallest, largest)
+		return cf.ingestingOverLocked(level, smallest, largest)
 	}
-	o := d.pickerOptions()
-	p := v.PickLeveled(o, busy, &d.comp.cursor)
+	o := cf.pickerOptions()
+	p := v.PickLeveled(o, busy, &cf.comp.cursor)
 	if p == nil {
-		p = d.pickSeekLocked(v, o, busy)
+		p = cf.pickSeekLocked(v, o, busy)
 	}
 	if p == nil {
 		return nil
 	}
 	if p.StartLevel > 0 {
-		d.comp.cursor[p.StartLevel] = append([]byte(nil), p.Inputs[0][len(p.Inputs[0])-1].Largest.UserKey...)
+		cf.comp.cursor[p.StartLevel] = append([]byte(nil), p.Inputs[0][len(p.Inputs[0])-1].Largest.UserKey...)
 	}
-	return d.newCompaction(v, p, false)
+	return cf.newCompaction(v, p, false)
 }
 
 // ingestRange is the level and user-key range of a file being ingested.
@@ -234,8 +259,8 @@ type ingestRange struct {
 // overlap it; one into a level above it is refused too, mirroring
 // ingestLevelLocked (nothing above an ingested file overlaps it when it is
 // placed). d.mu must be held.
-func (d *DB) ingestingOverLocked(level int, smallest, largest []byte) bool {
-	for _, r := range d.comp.ingesting {
+func (cf *ColumnFamily) ingestingOverLocked(level int, smallest, largest []byte) bool {
+	for _, r := range cf.comp.ingesting {
 		if r.level >= level && bytes.Compare(smallest, r.largest) <= 0 &&
 			bytes.Compare(r.smallest, largest) <= 0 {
 			return true
@@ -249,8 +274,8 @@ func (d *DB) ingestingOverLocked(level int, smallest, largest []byte) bool {
 // level scoring 1 or more, even one whose pick must wait for a running
 // compaction, goes first). It clears the candidate once picked, and when
 // its table has left its level. d.mu must be held.
-func (d *DB) pickSeekLocked(v *version.Version, o version.PickerOptions, busy version.Busy) *version.Pick {
-	c := d.comp.seekCand.Load()
+func (cf *ColumnFamily) pickSeekLocked(v *version.Version, o version.PickerOptions, busy version.Busy) *version.Pick {
+	c := cf.comp.seekCand.Load()
 	if c == nil {
 		return nil
 	}
@@ -262,10 +287,10 @@ func (d *DB) pickSeekLocked(v *version.Version, o version.PickerOptions, busy ve
 	}
 	p, state := v.PickSeek(c.f, c.level, baseLevel, busy)
 	if state != version.SeekBusy {
-		d.comp.seekCand.CompareAndSwap(c, nil)
+		cf.comp.seekCand.CompareAndSwap(c, nil)
 	}
 	if p != nil {
-		d.comp.seekPicks.Add(1)
+		cf.comp.seekPicks.Add(1)
 	}
 	return p
 }
@@ -275,20 +300,21 @@ func (d *DB) pickSeekLocked(v *version.Version, o version.PickerOptions, busy ve
 // scheduler to look, on a goroutine of its own: the Get neither takes
 // DB.mu nor waits. When another candidate is pending, f stays unrecorded
 // and its next charge tries again. Only this rare path allocates.
-func (d *DB) noteSeekCandidate(f *version.FileMetadata, level int) {
-	if d.comp.seekCand.Load() != nil {
+func (cf *ColumnFamily) noteSeekCandidate(f *version.FileMetadata, level int) {
+	if cf.comp.seekCand.Load() != nil {
 		return
 	}
 	c := &seekCandidate{f: f, level: level}
-	if !d.comp.seekCand.CompareAndSwap(nil, c) {
+	if !cf.comp.seekCand.CompareAndSwap(nil, c) {
 		return
 	}
 	if !f.RecordSeekCandidate() {
 		// Another Get recorded f between its charge and ours, and the
 		// picker has already taken it out of the slot.
-		d.comp.seekCand.CompareAndSwap(c, nil)
+		cf.comp.seekCand.CompareAndSwap(c, nil)
 		return
 	}
+	d := cf.d
 	go func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -298,26 +324,26 @@ func (d *DB) noteSeekCandidate(f *version.FileMetadata, level int) {
 
 // pickFIFOLocked picks a FIFO deletion, or with allowMerge an intra-L0
 // merge of small files. d.mu must be held.
-func (d *DB) pickFIFOLocked(v *version.Version, allowMerge bool) *compaction {
-	if del := v.PickFIFODeletions(uint64(d.opts.FIFOMaxTableFilesSize)); len(del) > 0 {
+func (d *DB) pickFIFOLocked(cf *ColumnFamily, v *version.Version, allowMerge bool) *compaction {
+	if del := v.PickFIFODeletions(uint64(cf.opts.FIFOMaxTableFilesSize)); len(del) > 0 {
 		p := &version.Pick{Inputs: [2][]*version.FileMetadata{del, nil}}
-		return &compaction{kind: compactionDelete, pick: p}
+		return &compaction{cf: cf, kind: compactionDelete, pick: p}
 	}
 	if !allowMerge {
 		return nil
 	}
-	p := v.PickFIFOIntraL0(d.l0Trigger(), uint64(d.writeBufferSize.Load()))
+	p := v.PickFIFOIntraL0(cf.l0Trigger(), uint64(cf.writeBufferSize.Load()))
 	if p == nil {
 		return nil
 	}
-	return &compaction{kind: compactionMerge, pick: p, targetSize: math.MaxUint64}
+	return &compaction{cf: cf, kind: compactionMerge, pick: p, targetSize: math.MaxUint64}
 }
 
 // newCompaction turns a leveled pick into a job: a trivial move when a
 // single file overlaps nothing in the output level and little below it.
-func (d *DB) newCompaction(v *version.Version, p *version.Pick, manual bool) *compaction {
-	c := &compaction{kind: compactionMerge, pick: p, manual: manual, targetSize: d.targetFileSize(),
-		maxOverlap: 10 * d.targetFileSize()}
+func (cf *ColumnFamily) newCompaction(v *version.Version, p *version.Pick, manual bool) *compaction {
+	c := &compaction{cf: cf, kind: compactionMerge, pick: p, manual: manual, targetSize: cf.targetFileSize(),
+		maxOverlap: 10 * cf.targetFileSize()}
 	c.bottommost = !v.BelowOverlaps(p.OutputLevel, p.Smallest, p.Largest)
 	if !manual && len(p.Inputs[0]) == 1 && len(p.Inputs[1]) == 0 {
 		var gp uint64
@@ -335,7 +361,7 @@ func (d *DB) newCompaction(v *version.Version, p *version.Pick, manual bool) *co
 // must be held.
 func (d *DB) startCompactionLocked(c *compaction) {
 	d.setCompactingLocked(c, true)
-	d.comp.inflight = append(d.comp.inflight, c)
+	c.cf.comp.inflight = append(c.cf.comp.inflight, c)
 }
 
 func (d *DB) setCompactingLocked(c *compaction, on bool) {
@@ -357,9 +383,10 @@ func (d *DB) runCompactionLocked(c *compaction) error {
 		d.evCompactionEnd(ev, c, start, err)
 	}
 	d.setCompactingLocked(c, false)
-	for i, x := range d.comp.inflight {
+	comp := &c.cf.comp
+	for i, x := range comp.inflight {
 		if x == c {
-			d.comp.inflight = append(d.comp.inflight[:i], d.comp.inflight[i+1:]...)
+			comp.inflight = append(comp.inflight[:i], comp.inflight[i+1:]...)
 			break
 		}
 	}
@@ -378,7 +405,7 @@ func (d *DB) runCompactionLocked(c *compaction) error {
 // compactLocked performs c and installs its result. d.mu must be held.
 func (d *DB) compactLocked(c *compaction) error {
 	p := c.pick
-	ve := &version.Edit{}
+	ve := &version.Edit{ColumnFamily: c.cf.id}
 	for i, files := range p.Inputs {
 		level := p.StartLevel
 		if i == 1 {
@@ -410,6 +437,17 @@ func (d *DB) compactLocked(c *compaction) error {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: p.OutputLevel, Meta: f})
 	}
 	killpoint.Maybe("compaction.before_manifest")
+	// No edit may slip in between the check of the drop and this edit
+	// (see version.VersionSet.WaitForWriter).
+	d.mu.versions.WaitForWriter()
+	if c.cf.mu.vf.Dropped() {
+		// The family was dropped meanwhile: its files, the inputs among
+		// them, are obsolete already, and the outputs belong to nothing.
+		if c.kind != compactionMove {
+			d.discardOutputsLocked(outs)
+		}
+		return nil
+	}
 	if err := d.mu.versions.LogAndApply(ve); err != nil {
 		// The edit may have reached the MANIFEST: keep the outputs.
 		return errors.Wrap(err, "strata: recording compaction in MANIFEST")
@@ -425,7 +463,7 @@ func (d *DB) compactLocked(c *compaction) error {
 		delete(d.mu.pendingOutputs, f.FileNum)
 	}
 	c.outputs = outs
-	d.updateReadStateLocked()
+	d.updateReadStateLocked(c.cf)
 	killpoint.Maybe("compaction.before_delete_inputs")
 	d.deleteObsoleteFilesLocked()
 	return nil
@@ -440,13 +478,17 @@ func (d *DB) discardOutputsLocked(outs []*version.FileMetadata) {
 	}
 }
 
-// CompactRange flushes the memtable, then compacts every level holding keys
-// in [start, end] (nil = unbounded) into the next, down to the deepest
-// level holding such keys, as RocksDB's CompactRange does; with FIFO it
-// flushes and applies the size limit. It works with automatic compactions
-// disabled, and waits for running ones first.
-func (d *DB) CompactRange(start, end []byte) error {
-	if err := d.checkOpen(); err != nil {
+// CompactRange compacts the default family (see ColumnFamily.CompactRange).
+func (d *DB) CompactRange(start, end []byte) error { return d.def.CompactRange(start, end) }
+
+// CompactRange flushes the family's memtable, then compacts every level
+// holding keys in [start, end] (nil = unbounded) into the next, down to the
+// deepest level holding such keys, as RocksDB's CompactRange does; with
+// FIFO it flushes and applies the size limit. It works with automatic
+// compactions disabled, and waits for the family's running ones first.
+func (cf *ColumnFamily) CompactRange(start, end []byte) error {
+	d := cf.d
+	if err := cf.check(d); err != nil {
 		return err
 	}
 	if d.opts.ReadOnly {
@@ -459,28 +501,37 @@ func (d *DB) CompactRange(start, end []byte) error {
 		return err
 	}
 	defer d.endOp()
-	if err := d.Flush(); err != nil {
+	if err := cf.Flush(); err != nil {
 		return err
 	}
-	d.comp.manualMu.Lock()
-	defer d.comp.manualMu.Unlock()
+	cf.comp.manualMu.Lock()
+	defer cf.comp.manualMu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.comp.manual++
+	cf.comp.manual++
 	defer func() {
-		d.comp.manual--
+		cf.comp.manual--
 		d.maybeScheduleCompactionLocked()
 	}()
-	for len(d.comp.inflight) > 0 {
+	dropped := func() error {
+		if cf.mu.vf.Dropped() {
+			return errors.Wrapf(ErrInvalidArgument, "strata: column family %q was dropped during CompactRange", cf.name)
+		}
+		return nil
+	}
+	for len(cf.comp.inflight) > 0 {
 		if d.mu.closing {
 			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
 		}
 		d.mu.cond.Wait()
 	}
-	if d.opts.CompactionStyle == FIFOCompaction {
-		return d.manualFIFOLocked()
+	if cf.opts.CompactionStyle == FIFOCompaction {
+		return d.manualFIFOLocked(cf)
 	}
-	deepest := d.mu.versions.Current().DeepestOverlapping(start, end)
+	if err := dropped(); err != nil {
+		return err
+	}
+	deepest := cf.mu.vf.Current().DeepestOverlapping(start, end)
 	for level := 0; level < max(deepest, 1); level++ {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
@@ -490,7 +541,7 @@ func (d *DB) CompactRange(start, end []byte) error {
 		}
 		// A MANIFEST edit of an ingestion in progress (DB.mu released)
 		// adds files the current version lacks: plan after it.
-		for len(d.comp.ingesting) > 0 && !d.mu.closing && d.mu.bgErr == nil {
+		for len(cf.comp.ingesting) > 0 && !d.mu.closing && d.mu.bgErr == nil {
 			d.mu.cond.Wait()
 		}
 		if d.mu.bgErr != nil {
@@ -499,12 +550,15 @@ func (d *DB) CompactRange(start, end []byte) error {
 		if d.mu.closing {
 			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
 		}
-		v := d.mu.versions.Current()
+		if err := dropped(); err != nil {
+			return err
+		}
+		v := cf.mu.vf.Current()
 		p := v.PickRange(level, level+1, start, end)
 		if p == nil {
 			continue
 		}
-		c := d.newCompaction(v, p, true)
+		c := cf.newCompaction(v, p, true)
 		d.startCompactionLocked(c)
 		if err := d.runCompactionLocked(c); err != nil {
 			return err
@@ -513,13 +567,16 @@ func (d *DB) CompactRange(start, end []byte) error {
 	return d.mu.bgErr
 }
 
-// manualFIFOLocked applies FIFO's size limit now. d.mu must be held.
-func (d *DB) manualFIFOLocked() error {
+// manualFIFOLocked applies FIFO's size limit to cf now. d.mu must be held.
+func (d *DB) manualFIFOLocked(cf *ColumnFamily) error {
 	for d.mu.bgErr == nil {
 		if d.mu.closing {
 			return errors.Wrap(ErrClosed, "strata: database closed during CompactRange")
 		}
-		c := d.pickFIFOLocked(d.mu.versions.Current(), false)
+		if cf.mu.vf.Dropped() {
+			return errors.Wrapf(ErrInvalidArgument, "strata: column family %q was dropped during CompactRange", cf.name)
+		}
+		c := d.pickFIFOLocked(cf, cf.mu.vf.Current(), false)
 		if c == nil {
 			break
 		}

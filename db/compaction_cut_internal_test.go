@@ -53,7 +53,7 @@ func compactL0WithGrandparents(t *testing.T, n, value int, target int64, gp []*v
 	p := cur.PickRange(0, 1, nil, nil)
 	require.NotNil(t, p)
 	p.Grandparents = gp
-	c := d.newCompaction(cur, p, true)
+	c := d.def.newCompaction(cur, p, true)
 	d.startCompactionLocked(c)
 	require.NoError(t, d.runCompactionLocked(c))
 	return c.outputs

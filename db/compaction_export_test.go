@@ -13,7 +13,7 @@ func WaitForCompactions(d *DB) error {
 		}
 		d.maybeScheduleFlushLocked()
 		d.maybeScheduleCompactionLocked()
-		if !d.mu.flushing && len(d.mu.imm) == 0 && len(d.comp.inflight) == 0 {
+		if !d.mu.flushing && len(d.def.mu.imm) == 0 && len(d.def.comp.inflight) == 0 {
 			return nil
 		}
 		d.mu.cond.Wait()

@@ -87,7 +87,7 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 // writes the rest to out. Merge operands and single deletions follow the
 // rules in compaction_merge.go.
 func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
-	cm := compactionMerger{d: d, out: out, it: it, sets: sets, snaps: snaps, op: d.opts.MergeOperator,
+	cm := compactionMerger{d: d, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.opts.MergeOperator,
 		fault: compactionFault(d.testingCompactionFault.Load())}
 	return cm.run()
 }
@@ -250,7 +250,7 @@ func (o *compactionOutputs) open() error {
 		return errors.Wrapf(err, "strata: creating table %s", o.name)
 	}
 	o.f = newBufferedTableFile(f)
-	o.w = table.NewWriter(o.f, d.tableWriterOptions(o.fileNum))
+	o.w = table.NewWriter(o.f, o.c.cf.tableWriterOptions(o.fileNum))
 	return nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/memtable"
+	"github.com/stratadb/strata/internal/optionsfile"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
@@ -115,6 +116,9 @@ type DB struct {
 
 	// identity is the IDENTITY file's database id.
 	identity string
+	// optionsFile is the newest OPTIONS file found at Open, nil if none;
+	// only Open reads it.
+	optionsFile *optionsfile.File
 	// optionsReport lists the settings of the OPTIONS file found at Open
 	// that did not map onto ours; written once during Open.
 	optionsReport []string
@@ -160,6 +164,9 @@ type DB struct {
 		// bgErr, once set, stops all writes: the DB is read-only until
 		// reopened. It is set only through setBgErrLocked.
 		bgErr error
+		// compactNext is the family the compaction scheduler looks at
+		// first, in turn.
+		compactNext int
 		// flushing: a flush is running (one at a time, for every family).
 		// The compaction state guarded by mu is in each family's comp.
 		flushing bool

@@ -71,6 +71,8 @@ func tableInfo(level int, m *version.FileMetadata) TableInfo {
 // FlushInfo describes a flush. Output, Duration and Err are set at its end.
 type FlushInfo struct {
 	JobID int
+	// ColumnFamilyName is the family the job belongs to.
+	ColumnFamilyName string
 	// InputBytes is the memory the flushed memtable used.
 	InputBytes uint64
 	// Output is the table written (none when the memtable held nothing).
@@ -90,6 +92,8 @@ type LevelInfo struct {
 // Err are set at its end.
 type CompactionInfo struct {
 	JobID int
+	// ColumnFamilyName is the family the job belongs to.
+	ColumnFamilyName string
 	// Reason: "auto", "manual" or "move" (a trivial move of one file).
 	Reason      string
 	Input       []LevelInfo
@@ -140,6 +144,8 @@ type WriteStallBeginInfo struct {
 
 // TableIngestInfo describes an ingestion.
 type TableIngestInfo struct {
+	// ColumnFamilyName is the family the files went into.
+	ColumnFamilyName string
 	// Paths are the ingested files as given to Ingest.
 	Paths []string
 	// Tables are the tables in the database, with the levels they went to.
@@ -275,7 +281,7 @@ func (d *DB) evTableCreated(job int, reason string, t TableInfo) {
 // compactionInfo describes c before it runs.
 func (d *DB) compactionInfo(c *compaction) CompactionInfo {
 	p := c.pick
-	info := CompactionInfo{JobID: d.newJobID(), Reason: "auto", OutputLevel: p.OutputLevel}
+	info := CompactionInfo{JobID: d.newJobID(), ColumnFamilyName: c.cf.name, Reason: "auto", OutputLevel: p.OutputLevel}
 	switch {
 	case c.kind == compactionMove:
 		info.Reason = "move"
@@ -400,12 +406,12 @@ func (d *DB) evStallEndLocked() {
 	}
 }
 
-func (d *DB) evIngested(files []*ingestFile, ve *version.Edit, seq base.SeqNum) {
+func (d *DB) evIngested(cf *ColumnFamily, files []*ingestFile, ve *version.Edit, seq base.SeqNum) {
 	l := d.listener()
 	if l == nil {
 		return
 	}
-	info := TableIngestInfo{Paths: ingestPaths(files), GlobalSeqNum: uint64(seq)}
+	info := TableIngestInfo{ColumnFamilyName: cf.name, Paths: ingestPaths(files), GlobalSeqNum: uint64(seq)}
 	for _, e := range ve.NewFiles {
 		info.Tables = append(info.Tables, tableInfo(e.Level, e.Meta))
 		d.logf(slog.LevelInfo, "ingested table", "table", e.Meta.FileNum, "level", e.Level, "bytes", e.Meta.Size, "seq", uint64(seq))

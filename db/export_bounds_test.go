@@ -23,5 +23,5 @@ func BatchArenaNeed(b *Batch) int64 { return int64(arenaNeed(&b.b)) }
 func MutableOptionsState(d *DB) any {
 	d.setOptionsMu.Lock()
 	defer d.setOptionsMu.Unlock()
-	return d.saveMutableOptions()
+	return d.def.saveMutableOptions()
 }

@@ -27,12 +27,12 @@ const PrefixCheckSkipped = skipPrefixCheck
 // check miss the known-good pointer and compare Names: the per-call
 // comparison RocksDB PR 9407 removed, reproduced with no knob in d.
 func NewPrefixHandleRotator(d *DB) func() {
-	ext := d.extractor.Load().ext
+	ext := d.def.extractor.Load().ext
 	hs := [2]*extractorHandle{newExtractorHandle(ext), newExtractorHandle(ext)}
 	i := 0
 	return func() {
 		i ^= 1
-		d.extractor.Store(hs[i])
+		d.def.extractor.Store(hs[i])
 	}
 }
 
@@ -41,7 +41,7 @@ func NewPrefixHandleRotator(d *DB) func() {
 // handle then): a compatible extractor in a new instance. nil removes it.
 func SwapPrefixExtractor(d *DB, e prefix.Extractor) {
 	d.setOptionsMu.Lock()
-	d.extractor.Store(newExtractorHandle(e))
+	d.def.extractor.Store(newExtractorHandle(e))
 	d.setOptionsMu.Unlock()
 }
 
@@ -62,11 +62,11 @@ func NewPrefixOnlyTableProbe(t testing.TB, d *DB, ext prefix.Extractor, keys [][
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	e := &tableEntry{reader: r, prefixName: r.Properties().PrefixExtractorName}
-	if h := d.extractor.Load(); h != nil && h.name == e.prefixName {
+	if h := d.def.extractor.Load(); h != nil && h.name == e.prefixName {
 		e.knownGood.Store(h)
 	}
 	return func(key []byte) bool {
-		may, err := d.tableMayContain(e, key, d.extractor.Load(), &getResult{})
+		may, err := d.tableMayContain(e, key, d.def.extractor.Load(), &getResult{})
 		return may || err != nil
 	}
 }
@@ -78,17 +78,17 @@ func (nopCloser) Close() error { return nil }
 // NewPrefixCheck returns one check of prefixFilterUsable against a table
 // entry built with d's current extractor, opened (known good) under it.
 func NewPrefixCheck(d *DB) func() bool {
-	h := d.extractor.Load()
+	h := d.def.extractor.Load()
 	e := &tableEntry{prefixName: h.name}
 	e.knownGood.Store(h)
-	return func() bool { return d.prefixFilterUsable(e, d.extractor.Load()) }
+	return func() bool { return d.prefixFilterUsable(e, d.def.extractor.Load()) }
 }
 
 // NewPrefixCheckAlternating is NewPrefixCheck with the current extractor
 // wrapped in two handles passed alternately, so that every check misses the
 // known-good pointer and compares Names (the regression of RocksDB PR 9407).
 func NewPrefixCheckAlternating(d *DB) func() bool {
-	ext := d.extractor.Load().ext
+	ext := d.def.extractor.Load().ext
 	hs := [2]*extractorHandle{newExtractorHandle(ext), newExtractorHandle(ext)}
 	e := &tableEntry{prefixName: hs[0].name}
 	e.knownGood.Store(hs[0])

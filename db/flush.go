@@ -371,6 +371,28 @@ func (d *DB) flushAllLocked() error {
 	return d.mu.bgErr
 }
 
+// flushFamilyLocked rotates cf's memtable when it holds writes and waits
+// until every memtable of cf is flushed. The commit pipeline must be
+// drained and d.mu held.
+func (d *DB) flushFamilyLocked(cf *ColumnFamily) error {
+	if !cf.mu.mem.Empty() {
+		if err := d.rotateMemtableLocked(cf, 0); err != nil {
+			return err
+		}
+	}
+	for len(cf.mu.imm) > 0 {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		if d.mu.closing {
+			return errors.Wrap(ErrClosed, "strata: database closed during a flush")
+		}
+		d.maybeScheduleFlushLocked()
+		d.mu.cond.Wait()
+	}
+	return d.mu.bgErr
+}
+
 // Flush writes the default family's memtable to a table file; the data is
 // durable on return.
 func (d *DB) Flush() error { return d.def.Flush() }

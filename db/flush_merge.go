@@ -43,9 +43,10 @@ type flushMergeIter struct {
 // flushIter returns the iterator a flush of m writes: with a merge
 // operator and no range deletion in m, operands are combined. d.mu must be
 // held (for the snapshot list).
-func (d *DB) flushIter(m *memtable.MemTable) iterator.Iterator {
+func (cf *ColumnFamily) flushIter(m *memtable.MemTable) iterator.Iterator {
+	d := cf.d
 	it := m.NewIter()
-	op := d.opts.MergeOperator
+	op := cf.opts.MergeOperator
 	if op == nil || m.HasTombstones() {
 		return it
 	}

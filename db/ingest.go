@@ -66,8 +66,14 @@ type ingestFile struct {
 // overlaps a memtable forces a flush first (refused with NoBlockingFlush).
 // Bad files (damaged, unsorted, with another comparator, not written for
 // ingestion) are refused before anything changes.
-func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
-	if err := d.checkOpen(); err != nil {
+func (d *DB) Ingest(paths []string, opts *IngestOptions) error { return d.def.Ingest(paths, opts) }
+
+// Ingest adds external table files to the family (see DB.Ingest). A file
+// stamped with another family's id is refused; files from an SstFileWriter
+// (table.ExternalWriter) carry no family and go into any.
+func (cf *ColumnFamily) Ingest(paths []string, opts *IngestOptions) error {
+	d := cf.d
+	if err := cf.check(d); err != nil {
 		return err
 	}
 	if d.opts.ReadOnly {
@@ -96,7 +102,7 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 		if err != nil {
 			return errors.Wrapf(err, "strata: Ingest: resolving %s", p)
 		}
-		f, err := d.inspectIngestFile(rp, !o.SkipVerify)
+		f, err := d.inspectIngestFile(cf, rp, !o.SkipVerify)
 		if err != nil {
 			return err
 		}
@@ -113,7 +119,7 @@ func (d *DB) Ingest(paths []string, opts *IngestOptions) error {
 
 	err := d.linkIngestFiles(files, o.Move)
 	if err == nil {
-		err = d.exclusive(func() error { return d.ingestApply(files, &o) })
+		err = d.exclusive(func() error { return d.ingestApply(cf, files, &o) })
 	}
 	d.mu.Lock()
 	for _, f := range files {
@@ -163,7 +169,7 @@ func invalidIngest(path, format string, args ...interface{}) error {
 // inspectIngestFile opens the file at path as a table, checks that it was
 // written for ingestion with our comparator, and finds its bounds. With
 // verify it reads every block (checksums) and checks the key order.
-func (d *DB) inspectIngestFile(path string, verify bool) (_ *ingestFile, err error) {
+func (d *DB) inspectIngestFile(cf *ColumnFamily, path string, verify bool) (_ *ingestFile, err error) {
 	fh, err := d.fs.Open(path)
 	if err != nil {
 		return nil, errors.Wrapf(err, "strata: Ingest: opening %s", path)
@@ -190,8 +196,9 @@ func (d *DB) inspectIngestFile(path string, verify bool) (_ *ingestFile, err err
 		return nil, invalidIngest(path, "already ingested elsewhere (global sequence number %d)", g)
 	}
 	const unknownCF = 0x7fffffff
-	if p.ColumnFamilyID != 0 && p.ColumnFamilyID != unknownCF {
-		return nil, invalidIngest(path, "written for column family %d", p.ColumnFamilyID)
+	if p.ColumnFamilyID != uint64(cf.id) && p.ColumnFamilyID != unknownCF {
+		return nil, invalidIngest(path, "written for column family %d (%q), not for %d (%q)",
+			p.ColumnFamilyID, p.ColumnFamilyName, cf.id, cf.name)
 	}
 	f := &ingestFile{path: path, size: uint64(st.Size())}
 	it := r.NewIter()
@@ -355,18 +362,21 @@ func syncFile(fs vfs.FS, name string) error {
 // ingestApply runs as the commit pipeline's leader: no write commits
 // meanwhile. It flushes overlapping memtables, takes the next sequence
 // number, places each file and records them all in one MANIFEST edit.
-func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
+func (d *DB) ingestApply(cf *ColumnFamily, files []*ingestFile, o *IngestOptions) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.mu.bgErr != nil {
 		return d.mu.bgErr
 	}
-	if d.memtablesOverlapLocked(files) {
+	if cf.mu.vf.Dropped() {
+		return errors.Wrapf(ErrInvalidArgument, "strata: Ingest: column family %q was dropped", cf.name)
+	}
+	if cf.memtablesOverlapLocked(files) {
 		if o.NoBlockingFlush {
 			return errors.Wrap(ErrInvalidArgument,
 				"strata: Ingest: the files overlap the memtable and NoBlockingFlush forbids flushing it")
 		}
-		if err := d.flushAllLocked(); err != nil {
+		if err := d.flushFamilyLocked(cf); err != nil {
 			return err
 		}
 	}
@@ -391,12 +401,15 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	if d.mu.bgErr != nil {
 		return d.mu.bgErr
 	}
+	if cf.mu.vf.Dropped() {
+		return errors.Wrapf(ErrInvalidArgument, "strata: Ingest: column family %q was dropped", cf.name)
+	}
 	seq := base.SeqNum(d.visibleSeq.Load()) + 1
-	v := d.mu.versions.Current()
-	ve := &version.Edit{LastSequence: seq, HasLastSequence: true}
+	v := cf.mu.vf.Current()
+	ve := &version.Edit{ColumnFamily: cf.id, LastSequence: seq, HasLastSequence: true}
 	for _, f := range files {
 		m := f.metadata(seq)
-		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: d.ingestLevelLocked(v, m), Meta: m})
+		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: cf.ingestLevelLocked(v, m), Meta: m})
 	}
 	if f := d.testing.ingestBeforeManifest; f != nil {
 		f()
@@ -405,14 +418,14 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	// current version, the picker must treat the files' levels and ranges
 	// as in flight (see ingestingOverLocked).
 	for _, e := range ve.NewFiles {
-		d.comp.ingesting = append(d.comp.ingesting,
+		cf.comp.ingesting = append(cf.comp.ingesting,
 			ingestRange{level: e.Level, smallest: e.Meta.Smallest.UserKey, largest: e.Meta.Largest.UserKey})
 	}
 	err := d.mu.versions.LogAndApply(ve)
 	// Emptying the whole list is right because ingestions run one at a
 	// time: ingestApply runs under the commit lock (DB.exclusive), so no
 	// other ingestion's ranges can be in it.
-	d.comp.ingesting = d.comp.ingesting[:0]
+	cf.comp.ingesting = cf.comp.ingesting[:0]
 	d.mu.cond.Broadcast()
 	if err != nil {
 		// The edit may have reached the MANIFEST: the files must stay.
@@ -425,9 +438,9 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 	}
 	// The new read view holds the files before the sequence number that
 	// makes them visible is published.
-	d.updateReadStateLocked()
+	d.updateReadStateLocked(cf)
 	d.visibleSeq.Store(uint64(seq))
-	d.evIngested(files, ve, seq)
+	d.evIngested(cf, files, ve, seq)
 	for _, e := range ve.NewFiles {
 		d.stats.level[e.Level].bytesWritten.Add(e.Meta.Size)
 		d.stats.ingestedBytes.Add(e.Meta.Size)
@@ -439,8 +452,8 @@ func (d *DB) ingestApply(files []*ingestFile, o *IngestOptions) error {
 
 // memtablesOverlapLocked reports whether a memtable holds a key or a range
 // deletion inside a file's range. d.mu must be held.
-func (d *DB) memtablesOverlapLocked(files []*ingestFile) bool {
-	mems := append([]*memTable{d.mu.mem}, d.mu.imm...)
+func (cf *ColumnFamily) memtablesOverlapLocked(files []*ingestFile) bool {
+	mems := append([]*memTable{cf.mu.mem}, cf.mu.imm...)
 	for _, m := range mems {
 		if m.Empty() {
 			continue
@@ -469,10 +482,10 @@ func (d *DB) memtablesOverlapLocked(files []*ingestFile) bool {
 // into levels 0..L over its range. A file that overlaps level 0 goes to
 // level 0, where its sequence number makes it the newest. d.mu must be
 // held.
-func (d *DB) ingestLevelLocked(v *version.Version, m *version.FileMetadata) int {
+func (cf *ColumnFamily) ingestLevelLocked(v *version.Version, m *version.FileMetadata) int {
 	lo, hi := m.Smallest.UserKey, m.Largest.UserKey
 	target := 0
-	if d.opts.CompactionStyle == FIFOCompaction {
+	if cf.opts.CompactionStyle == FIFOCompaction {
 		return 0
 	}
 	for lvl := 0; lvl < version.NumLevels; lvl++ {
@@ -480,7 +493,7 @@ func (d *DB) ingestLevelLocked(v *version.Version, m *version.FileMetadata) int 
 			break
 		}
 		busy := false
-		for _, c := range d.comp.inflight {
+		for _, c := range cf.comp.inflight {
 			if c.pick.OutputLevel == lvl && bytes.Compare(c.pick.Smallest, hi) <= 0 &&
 				bytes.Compare(lo, c.pick.Largest) <= 0 {
 				busy = true

@@ -157,7 +157,7 @@ type iterState struct {
 // the cached one when it belongs to the same view. It takes over the
 // caller's reference on rs.
 func (d *DB) acquireIterState(rs *readState, snap base.SeqNum) (*iterState, error) {
-	if st := d.iterCache.Swap(nil); st != nil {
+	if st := rs.cf.iterCache.Swap(nil); st != nil {
 		if st.rs == rs {
 			rs.unref() // st holds its own reference
 			if err := st.refreshTombstones(snap); err != nil {
@@ -237,14 +237,15 @@ func (st *iterState) recycle() error {
 		st.release() // a state of an old view would pin its memtables and files
 		return nil
 	}
-	if old := d.iterCache.Swap(st); old != nil {
+	cf := st.rs.cf
+	if old := cf.iterCache.Swap(st); old != nil {
 		old.release()
 	}
 	// The view may have changed since the check; updateReadStateLocked
 	// installs the new view before emptying the cache, so this second look
 	// sees it and takes back a state it may have missed.
 	if !d.isCurrentView(st.rs) {
-		if stale := d.iterCache.Swap(nil); stale != nil {
+		if stale := cf.iterCache.Swap(nil); stale != nil {
 			stale.release()
 		}
 	}

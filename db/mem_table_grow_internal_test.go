@@ -13,11 +13,11 @@ import (
 func memArenaBytes(d *DB) (mutable, all int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	all = d.mu.mem.size
-	for _, m := range d.mu.imm {
+	all = d.def.mu.mem.size
+	for _, m := range d.def.mu.imm {
 		all += m.size
 	}
-	return d.mu.mem.size, all
+	return d.def.mu.mem.size, all
 }
 
 // Opening an existing database and reading it allocates no write buffer of
@@ -31,7 +31,7 @@ func TestOpenThenReadAllocatesNoWriteBuffer(t *testing.T) {
 	}
 	require.NoError(t, d.Close())
 	// The final flush of Close leaves no full-size successor behind.
-	require.LessOrEqual(t, d.mu.mem.size, memtable.EmptySize)
+	require.LessOrEqual(t, d.def.mu.mem.size, memtable.EmptySize)
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -65,7 +65,7 @@ func TestMemTablesGrowToWriteBufferSize(t *testing.T) {
 	for i := 0; len(sizes) < 7; i++ {
 		require.NoError(t, d.Put([]byte(fmt.Sprintf("k%08d", i)), value, nil))
 		d.mu.Lock()
-		if m := d.mu.mem; m != last {
+		if m := d.def.mu.mem; m != last {
 			last = m
 			sizes = append(sizes, m.size)
 		}

@@ -54,13 +54,13 @@ func TestMemTablesReleasedOnEveryPath(t *testing.T) {
 	opts := arenaTestOptions()
 	d, err := Open(dir, opts)
 	require.NoError(t, err)
-	first := d.mu.mem
+	first := d.def.mu.mem
 	big := make([]byte, 2*initialMemTableSize) // does not fit the empty memtable
 	require.NoError(t, d.Put([]byte("big"), big, nil))
 	require.Zero(t, first.refs.Load(), "the empty memtable replaced by a larger one")
 	putRange(t, d, "k", 0, 100)
 	d.mu.Lock()
-	mems := append([]*memTable{d.mu.mem}, d.mu.imm...)
+	mems := append([]*memTable{d.def.mu.mem}, d.def.mu.imm...)
 	d.mu.Unlock()
 	require.NoError(t, d.Close())
 	for _, m := range mems {

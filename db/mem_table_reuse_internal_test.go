@@ -67,7 +67,7 @@ func TestIteratorPinsFlushedMemTableArena(t *testing.T) {
 	const n = 1000
 	putRange(t, d, "a", 0, n)
 	d.mu.Lock()
-	pinned := d.mu.mem
+	pinned := d.def.mu.mem
 	d.mu.Unlock()
 
 	it := d.NewIterator(nil)
@@ -78,7 +78,7 @@ func TestIteratorPinsFlushedMemTableArena(t *testing.T) {
 
 	require.NoError(t, d.Flush())
 	d.mu.Lock()
-	require.False(t, d.isImmutableLocked(pinned), "the memtable was flushed")
+	require.False(t, d.def.isImmutableLocked(pinned), "the memtable was flushed")
 	d.mu.Unlock()
 	require.Positive(t, pinned.refs.Load(), "the iterator's view still references the flushed memtable")
 
@@ -205,11 +205,11 @@ func TestClosedIteratorOfOldViewIsNotCached(t *testing.T) {
 	putRange(t, d, "b", 0, 10)
 	require.NoError(t, d.Flush()) // a new read view
 	require.NoError(t, it.Close())
-	require.Nil(t, d.iterCache.Load(), "the closed iterator's old view was cached")
+	require.Nil(t, d.def.iterCache.Load(), "the closed iterator's old view was cached")
 
 	it = d.NewIterator(nil) // same view as now: its state is cached on Close
 	it.SeekToFirst()
 	require.True(t, it.Valid())
 	require.NoError(t, it.Close())
-	require.NotNil(t, d.iterCache.Load())
+	require.NotNil(t, d.def.iterCache.Load())
 }

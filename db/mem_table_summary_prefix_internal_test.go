@@ -19,7 +19,7 @@ func TestSummaryPrefixFollowsKeys(t *testing.T) {
 	prefix := func() string {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return string(d.mu.summaryPrefix)
+		return string(d.def.mu.summaryPrefix)
 	}
 	require.Equal(t, "", prefix(), "an empty database has no key range")
 	// put writes keys format(0), format(step), ... n of them, each its

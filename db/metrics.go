@@ -15,7 +15,12 @@ const NumLevels = version.NumLevels
 // DB.Metrics. Counters count from Open. GetProperty reads the same
 // counters. String renders the snapshot as a table.
 type Metrics struct {
+	// Levels are the totals over every column family: file counts and
+	// sizes add up, a level's score is the highest any family has.
 	Levels [NumLevels]LevelMetrics
+	// Families has one entry per live column family, the default first,
+	// then by ID.
+	Families []FamilyMetrics
 
 	// Flush: memtables flushed to L0.
 	Flush struct {
@@ -158,6 +163,28 @@ func (m *Metrics) WriteAmp() float64 {
 	return float64(w) / float64(m.Writes.Bytes)
 }
 
+// FamilyMetrics are the metrics of one column family.
+type FamilyMetrics struct {
+	Name string
+	ID   uint32
+	// Files and Size per level.
+	Files [NumLevels]int
+	Size  [NumLevels]uint64
+	// MemTables counts the family's memtables (the mutable one and those
+	// waiting for flush) and their bytes.
+	MemTables struct {
+		Count int
+		Size  uint64
+	}
+	Flush struct {
+		Count uint64
+		Bytes uint64
+	}
+	// PendingCompactionBytes estimates the bytes the family's compaction
+	// is behind by.
+	PendingCompactionBytes uint64
+}
+
 // Metrics returns a snapshot of the database's metrics. It takes the DB's
 // mutex briefly; it is meant for monitoring, not for hot paths.
 func (d *DB) Metrics() *Metrics {
@@ -166,15 +193,25 @@ func (d *DB) Metrics() *Metrics {
 		return m
 	}
 	s := &d.stats
-	rs := d.loadReadState()
-	v := rs.version
-	scores := v.Scores(d.pickerOptions())
+	for _, cf := range d.ColumnFamilies() {
+		rs := cf.loadReadState()
+		v := rs.version
+		scores := v.Scores(cf.pickerOptions())
+		fm := FamilyMetrics{Name: cf.name, ID: cf.id}
+		for level := range m.Levels {
+			l := &m.Levels[level]
+			fm.Files[level], fm.Size[level] = len(v.Levels[level]), v.LevelSize(level)
+			l.NumFiles += fm.Files[level]
+			l.Size += fm.Size[level]
+			l.Score = max(l.Score, scores[level])
+		}
+		rs.unref()
+		fm.Flush.Count, fm.Flush.Bytes = cf.stats.flushes.Load(), cf.stats.flushBytes.Load()
+		m.Families = append(m.Families, fm)
+	}
 	for level := range m.Levels {
 		l := &m.Levels[level]
 		ls := &s.level[level]
-		l.NumFiles = len(v.Levels[level])
-		l.Size = v.LevelSize(level)
-		l.Score = scores[level]
 		l.BytesIn, l.BytesRead = ls.bytesReadStart.Load(), ls.bytesRead.Load()
 		l.BytesWritten, l.BytesMoved = ls.bytesWritten.Load(), ls.bytesMoved.Load()
 		l.Compactions = ls.compactions.Load()
@@ -189,7 +226,6 @@ func (d *DB) Metrics() *Metrics {
 		m.Compact.ReadBytes += l.BytesRead
 		m.Compact.MovedBytes += l.BytesMoved
 	}
-	rs.unref()
 	// Every table byte written came from a flush, an ingestion or a
 	// compaction.
 	var written uint64
@@ -222,15 +258,31 @@ func (d *DB) Metrics() *Metrics {
 	m.Writes.Batches, m.Writes.Keys, m.Writes.Bytes = s.writes.Load(), s.keysWritten.Load(), s.bytesWritten.Load()
 
 	d.mu.Lock()
-	m.Compact.InProgress = len(d.comp.inflight)
-	m.Compact.ReadTriggered = uint64(d.comp.seekPicks.Load())
-	m.Compact.PendingBytes = d.pendingCompactionBytesLocked()
 	m.WAL.Files = len(d.mu.wals)
-	if d.mu.mem != nil {
-		m.MemTables.Count = 1 + len(d.mu.imm)
-		m.MemTables.Size = uint64(d.mu.mem.ApproximateMemoryUsage())
-		for _, x := range d.mu.imm {
-			m.MemTables.Size += uint64(x.ApproximateMemoryUsage())
+	for _, cf := range d.mu.fams {
+		m.Compact.InProgress += len(cf.comp.inflight)
+		m.Compact.ReadTriggered += uint64(cf.comp.seekPicks.Load())
+		pending := cf.pendingCompactionBytesLocked()
+		m.Compact.PendingBytes += pending
+		var fm *FamilyMetrics
+		for i := range m.Families {
+			if m.Families[i].ID == cf.id {
+				fm = &m.Families[i]
+			}
+		}
+		if cf.mu.mem == nil {
+			continue
+		}
+		count := 1 + len(cf.mu.imm)
+		size := uint64(cf.mu.mem.ApproximateMemoryUsage())
+		for _, x := range cf.mu.imm {
+			size += uint64(x.ApproximateMemoryUsage())
+		}
+		m.MemTables.Count += count
+		m.MemTables.Size += size
+		if fm != nil {
+			fm.MemTables.Count, fm.MemTables.Size = count, size
+			fm.PendingCompactionBytes = pending
 		}
 	}
 	d.mu.Unlock()

@@ -76,11 +76,16 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	d := &DB{dirname: dirname, opts: o, fs: o.FS}
 	d.mu.cond.L = &d.mu.Mutex
 	d.mu.pendingOutputs = make(map[uint64]struct{})
-	d.writeBufferSize.Store(int64(o.WriteBufferSize))
-	d.comp.disableAuto.Store(o.DisableAutoCompactions)
-	d.seekCompactions = !o.DisableReadTriggeredCompactions && !o.ReadOnly &&
-		o.CompactionStyle == LevelCompaction
-	d.extractor.Store(newExtractorHandle(o.PrefixExtractor))
+	if c, ok := o.ColumnFamilies[DefaultColumnFamilyName]; ok {
+		// The default family's options given by name win over the
+		// per-family fields of Options.
+		fo, err := o.withFamily(c)
+		if err != nil {
+			return nil, errors.Wrap(err, "strata: column family \"default\"")
+		}
+		o = fo
+		d.opts = o
+	}
 	d.cache = cache.NewWithHighPriPool(o.BlockCacheSize, o.HighPriPoolRatio)
 	d.tables = newTableCache(d, o.MaxOpenFiles)
 	d.startEvents()
@@ -216,20 +221,82 @@ func (d *DB) open() error {
 		return err
 	}
 	d.visibleSeq.Store(uint64(vs.LastSeq()))
+	if err := d.openFamiliesLocked(); err != nil {
+		return err
+	}
 	if err := d.recoverWALsLocked(listing.logs); err != nil {
 		return err
 	}
 	d.commit.lastSeq = base.SeqNum(d.visibleSeq.Load())
 	// No writer has met another yet: the first writes insert alone.
 	d.commit.contendedSeq = d.commit.lastSeq - aloneAfter
+	for _, cf := range d.mu.fams {
+		d.updateReadStateLocked(cf)
+	}
+	if err := d.createMissingFamiliesLocked(); err != nil {
+		return err
+	}
+	d.reportOptionsFileLocked()
 	if !o.ReadOnly {
 		d.sweepLocked(listing)
 		if err := d.writeOptionsFileLocked(listing.options); err != nil {
 			return err
 		}
 	}
-	d.updateReadStateLocked()
 	d.maybeScheduleCompactionLocked()
+	return nil
+}
+
+// openFamiliesLocked makes the handles of the families the MANIFEST lists,
+// with their options: those Options.ColumnFamilies gives, else (for the
+// default family) Options' own, else those the OPTIONS file records. d.mu
+// must be held.
+func (d *DB) openFamiliesLocked() error {
+	for _, vf := range d.mu.versions.Families() {
+		var o Options
+		var err error
+		if c, ok := d.opts.ColumnFamilies[vf.Name()]; ok {
+			o, err = d.opts.withFamily(c)
+		} else if vf.ID() == 0 {
+			o = d.opts
+		} else {
+			o, err = d.familyOptionsFromFile(vf.Name(), d.opts)
+		}
+		if err != nil {
+			return errors.Wrapf(err, "strata: column family %q", vf.Name())
+		}
+		cf := d.newColumnFamily(vf, o)
+		if err := d.familyMergeOperatorLocked(cf); err != nil {
+			return err
+		}
+		d.mu.fams = append(d.mu.fams, cf)
+	}
+	d.def = d.mu.fams[0]
+	return nil
+}
+
+// createMissingFamiliesLocked creates the families Options.ColumnFamilies
+// names that the database lacks, with CreateMissingColumnFamilies; without
+// it (or ReadOnly) a missing name fails Open. d.mu must be held.
+func (d *DB) createMissingFamiliesLocked() error {
+	var missing []string
+	for name := range d.opts.ColumnFamilies {
+		if d.mu.versions.FamilyByName(name) == nil {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	for _, name := range missing {
+		switch {
+		case d.opts.ReadOnly:
+			return errors.Wrapf(ErrInvalidArgument, "strata: column family %q does not exist (and a read-only Open creates none)", name)
+		case !d.opts.CreateMissingColumnFamilies:
+			return errors.Wrapf(ErrInvalidArgument, "strata: column family %q does not exist and CreateMissingColumnFamilies is not set", name)
+		}
+		if _, err := d.createFamilyLocked(name, d.opts.ColumnFamilies[name], false); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -284,6 +284,23 @@ type Options struct {
 	// reading a key with merge operands fails with an error naming the
 	// operator the OPTIONS file asks for.
 	MergeOperator MergeOperator
+	// ColumnFamilies gives the options of named column families at Open
+	// (see ColumnFamilyOptions). A family of the database that is not named
+	// gets the options its section of the newest OPTIONS file records; an
+	// entry for "default" wins over the per-family fields of Options.
+	ColumnFamilies map[string]*ColumnFamilyOptions
+	// CreateMissingColumnFamilies creates, at Open, the families
+	// ColumnFamilies names that the database lacks; without it such a name
+	// fails Open with ErrInvalidArgument.
+	CreateMissingColumnFamilies bool
+	// MaxTotalWALSize bounds the bytes of live WALs once a database has
+	// several column families (RocksDB's max_total_wal_size): past it, the
+	// families with writes in the oldest WAL are flushed so that it can go,
+	// and a family that receives few writes does not keep every WAL since
+	// its last flush. Default: four times the write buffers of all
+	// families (WriteBufferSize x MaxWriteBufferNumber, summed), as
+	// RocksDB's 0 means.
+	MaxTotalWALSize int64
 }
 
 // Defaults, as constants so nothing can change them at run time.

@@ -29,6 +29,7 @@ import (
 	"github.com/stratadb/strata/internal/optionsfile"
 	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
+	"github.com/stratadb/strata/prefix"
 )
 
 // PropOptionsFileReport names the property that lists, one per line, the
@@ -58,9 +59,10 @@ func (d *DB) readOptionsFile(num uint64) (*optionsfile.File, error) {
 	return optionsfile.Parse(name, data)
 }
 
-// checkOptionsFiles reads the newest of the OPTIONS files nums (ascending),
-// refuses what Strata cannot open and records the report of settings that
-// do not map. No OPTIONS file is fine: RocksDB does not require one.
+// checkOptionsFiles reads the newest of the OPTIONS files nums (ascending)
+// and keeps it in d.optionsFile for the families' options and the report;
+// it refuses a file Strata cannot open (another comparator). No OPTIONS
+// file is fine: RocksDB does not require one.
 func (d *DB) checkOptionsFiles(nums []uint64) error {
 	if len(nums) == 0 {
 		return nil
@@ -69,36 +71,221 @@ func (d *DB) checkOptionsFiles(nums []uint64) error {
 	if err != nil {
 		return err
 	}
-	report, err := optionsfile.Check(f, d.optionsEntries())
-	if err != nil {
+	if err := optionsfile.CheckComparators(f); err != nil {
 		return err
 	}
-	if cf := f.Section(optionsfile.SecCF, "default"); cf != nil {
-		if v, ok := cf.Values["merge_operator"]; ok {
-			d.fileMergeOperator, _ = mergeOperatorID(v)
-			if d.opts.MergeOperator == nil && d.fileMergeOperator != "" {
-				// The database was written with an operator and none is
-				// configured. A writable handle would compact the operands
-				// into tables that name no operator and rewrite the OPTIONS
-				// file with nullptr, losing the record of how to read them:
-				// take the built-in of that name, or refuse. A read-only
-				// handle changes nothing: it opens, and reading a key with
-				// operands fails with an error naming the operator.
-				if op := MergeOperatorByName(v); op != nil {
-					d.opts.MergeOperator = op
-					report = append(report, cf.Title()+" merge_operator="+v+": no Options.MergeOperator: using the built-in "+optionsMergeOperatorValue(op))
-				} else if !d.opts.ReadOnly {
-					return errors.Wrapf(ErrInvalidArgument,
-						"strata: %s was written with merge operator %s, which is not built in: set Options.MergeOperator (or open ReadOnly)", d.dirname, d.fileMergeOperator)
-				}
+	d.optionsFile = f
+	return nil
+}
+
+// familyMergeOperatorLocked settles the merge operator of cf against the
+// one its section of the OPTIONS file found at Open names, and adds what
+// differs to the report. d.mu must be held (or the DB not yet shared).
+func (d *DB) familyMergeOperatorLocked(cf *ColumnFamily) error {
+	if d.optionsFile == nil {
+		return nil
+	}
+	sec := d.optionsFile.Section(optionsfile.SecCF, cf.name)
+	if sec == nil {
+		return nil
+	}
+	v, ok := sec.Values["merge_operator"]
+	if !ok {
+		return nil
+	}
+	fileOp, _ := mergeOperatorID(v)
+	if cf.id == 0 {
+		d.fileMergeOperator = fileOp
+	}
+	if cf.opts.MergeOperator == nil && fileOp != "" {
+		// The family was written with an operator and none is
+		// configured. A writable handle would compact the operands into
+		// tables that name no operator and rewrite the OPTIONS file with
+		// nullptr, losing the record of how to read them: take the
+		// built-in of that name, or refuse. A read-only handle changes
+		// nothing: it opens, and reading a key with operands fails with an
+		// error naming the operator.
+		if op := MergeOperatorByName(v); op != nil {
+			cf.opts.MergeOperator = op
+			if cf.id == 0 {
+				d.opts.MergeOperator = op
 			}
-			if line := mergeOperatorReport(cf.Title(), v, d.opts.MergeOperator); line != "" {
-				report = append(report, line)
+			d.optionsReport = append(d.optionsReport, sec.Title()+" merge_operator="+v+": no Options.MergeOperator: using the built-in "+optionsMergeOperatorValue(op))
+		} else if !d.opts.ReadOnly {
+			return errors.Wrapf(ErrInvalidArgument,
+				"strata: %s: column family %q was written with merge operator %s, which is not built in: set its MergeOperator (or open ReadOnly)", d.dirname, cf.name, fileOp)
+		}
+	}
+	if line := mergeOperatorReport(sec.Title(), v, cf.opts.MergeOperator); line != "" {
+		d.optionsReport = append(d.optionsReport, line)
+	}
+	return nil
+}
+
+// reportOptionsFileLocked compares the OPTIONS file found at Open with the
+// options in force and records the settings that differ. d.mu must be
+// held.
+func (d *DB) reportOptionsFileLocked() {
+	if d.optionsFile == nil {
+		return
+	}
+	report, err := optionsfile.Check(d.optionsFile, d.optionsEntries())
+	if err == nil {
+		d.optionsReport = append(report, d.optionsReport...)
+	}
+}
+
+// familyOptionsFromFile builds the options of family name from its
+// sections of the OPTIONS file found at Open, over base (the DB's own
+// options): what Open uses for a family the caller's Options do not name.
+// A setting that does not parse, or a prefix extractor or merge operator
+// that cannot be built from its recorded name, is an error wrapping
+// ErrInvalidArgument that names the family.
+func (d *DB) familyOptionsFromFile(name string, base Options) (Options, error) {
+	c := base.columnFamilyOptions()
+	if d.optionsFile == nil {
+		return base, nil
+	}
+	bad := func(key, v string) error {
+		return errors.Wrapf(ErrInvalidArgument, "strata: column family %q: OPTIONS file %s: %s=%s cannot be used",
+			name, d.optionsFile.Name, key, v)
+	}
+	if sec := d.optionsFile.Section(optionsfile.SecCF, name); sec != nil {
+		for k, v := range sec.Values {
+			var err error
+			switch k {
+			case "write_buffer_size":
+				c.WriteBufferSize, err = strconv.Atoi(v)
+			case "max_write_buffer_number":
+				c.MaxWriteBufferNumber, err = strconv.Atoi(v)
+			case "compression":
+				switch v {
+				case "kNoCompression":
+					c.Compression = NoCompression
+				case "kSnappyCompression":
+					c.Compression = SnappyCompression
+				case "kZSTD", "kZSTDNotFinalCompression":
+					c.Compression = ZstdCompression
+				default:
+					c.Compression = SnappyCompression // what Strata can write that is closest to RocksDB's default
+				}
+			case "prefix_extractor":
+				c.PrefixExtractor, err = prefixExtractorFromOptions(v)
+			case "merge_operator":
+				id, _ := mergeOperatorID(v)
+				if id != "" {
+					op := MergeOperatorByName(v)
+					if op == nil && !d.opts.ReadOnly {
+						return base, errors.Wrapf(ErrInvalidArgument, "strata: column family %q: OPTIONS file %s names merge operator %s, which is not built in: give the family's options in Options.ColumnFamilies",
+							name, d.optionsFile.Name, id)
+					}
+					c.MergeOperator = op
+				}
+			case "compaction_style":
+				switch v {
+				case "kCompactionStyleFIFO":
+					c.CompactionStyle = FIFOCompaction
+				default:
+					c.CompactionStyle = LevelCompaction
+				}
+			case "compaction_options_fifo":
+				n := optionsfile.ParseNested(v)
+				if x, ok := n["max_table_files_size"]; ok {
+					c.FIFOMaxTableFilesSize, err = strconv.ParseInt(x, 10, 64)
+				}
+				c.FIFOAllowCompaction = n["allow_compaction"] == "true"
+			case "disable_auto_compactions":
+				c.DisableAutoCompactions, err = strconv.ParseBool(v)
+			case "level0_file_num_compaction_trigger":
+				c.Level0FileNumCompactionTrigger, err = strconv.Atoi(v)
+			case "level0_slowdown_writes_trigger":
+				c.Level0SlowdownWritesTrigger, err = strconv.Atoi(v)
+			case "level0_stop_writes_trigger":
+				c.Level0StopWritesTrigger, err = strconv.Atoi(v)
+			case "target_file_size_base":
+				c.TargetFileSizeBase, err = strconv.ParseInt(v, 10, 64)
+			case "max_bytes_for_level_base":
+				c.MaxBytesForLevelBase, err = strconv.ParseInt(v, 10, 64)
+			case "max_bytes_for_level_multiplier":
+				var f float64
+				f, err = strconv.ParseFloat(v, 64)
+				c.MaxBytesForLevelMultiplier = int(f)
+			case "level_compaction_dynamic_level_bytes":
+				c.LevelCompactionDynamicLevelBytes, err = strconv.ParseBool(v)
+			}
+			if err != nil {
+				return base, bad(k, v)
 			}
 		}
 	}
-	d.optionsReport = report
-	return nil
+	if sec := d.optionsFile.Section(optionsfile.SecTable, name); sec != nil {
+		for k, v := range sec.Values {
+			var err error
+			switch k {
+			case "filter_policy":
+				c.BloomBitsPerKey = 0
+				if rest, ok := strings.CutPrefix(v, "bloomfilter:"); ok {
+					bits, _, _ := strings.Cut(rest, ":")
+					var f float64
+					f, err = strconv.ParseFloat(bits, 64)
+					c.BloomBitsPerKey = int(f + 0.5)
+				}
+			case "block_size":
+				c.BlockSize, err = strconv.Atoi(v)
+			case "index_type":
+				if v == "kTwoLevelIndexSearch" {
+					c.IndexType = IndexTwoLevelSearch
+				} else {
+					c.IndexType = IndexBinarySearch
+				}
+			case "partition_filters":
+				c.PartitionFilters, err = strconv.ParseBool(v)
+			case "metadata_block_size":
+				c.MetadataBlockSize, err = strconv.Atoi(v)
+			}
+			if err != nil {
+				return base, bad(k, v)
+			}
+		}
+	}
+	// RocksDB accepts write buffers below Strata's floor and raises them
+	// silently; so does Open here, for a family it reads from a file.
+	c.WriteBufferSize = max(c.WriteBufferSize, 64<<10)
+	o, err := base.withFamily(&c)
+	if err != nil {
+		return base, errors.Wrapf(err, "strata: column family %q: options from %s", name, d.optionsFile.Name)
+	}
+	return o, nil
+}
+
+// prefixExtractorFromOptions builds the extractor an OPTIONS file's
+// prefix_extractor value names: RocksDB's built-ins, in their option-string
+// or Name() forms.
+func prefixExtractorFromOptions(v string) (prefix.Extractor, error) {
+	switch {
+	case v == "" || v == "nullptr":
+		return nil, nil
+	case v == "rocksdb.Noop":
+		return prefix.Noop(), nil
+	}
+	for _, f := range []struct {
+		names []string
+		make  func(int) prefix.Extractor
+	}{
+		{[]string{"rocksdb.FixedPrefix.", "fixed:"}, prefix.Fixed},
+		{[]string{"rocksdb.CappedPrefix.", "capped:"}, prefix.Capped},
+	} {
+		for _, p := range f.names {
+			if n, ok := strings.CutPrefix(v, p); ok {
+				k, err := strconv.Atoi(n)
+				if err != nil || k <= 0 {
+					return nil, errors.Newf("bad length %q", n)
+				}
+				return f.make(k), nil
+			}
+		}
+	}
+	return nil, errors.Newf("unknown prefix extractor %q", v)
 }
 
 // optionsEntries lists the options in force in RocksDB's syntax, in the
@@ -120,14 +307,28 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	add(optionsfile.SecDB, "", "max_open_files", itoa(int64(o.MaxOpenFiles))).OpenOnly = true
 	add(optionsfile.SecDB, "", "wal_recovery_mode", o.WALRecoveryMode.String()).OpenOnly = true
 
-	cf := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecCF, "default", key, value) }
+	for _, fam := range d.mu.fams {
+		out = fam.optionsEntries(out)
+	}
+	return out
+}
+
+// optionsEntries appends the family's sections of the OPTIONS file to out.
+func (fam *ColumnFamily) optionsEntries(out []optionsfile.Entry) []optionsfile.Entry {
+	o := &fam.opts
+	add := func(section, arg, key, value string) *optionsfile.Entry {
+		out = append(out, optionsfile.Entry{Section: section, Arg: arg, Key: key, Value: value})
+		return &out[len(out)-1]
+	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	cf := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecCF, fam.name, key, value) }
 	cf("comparator", base.ComparatorName)
 	cf("merge_operator", optionsMergeOperatorValue(o.MergeOperator)).OpenOnly = true // reported by mergeOperatorReport
 	cf("table_factory", "BlockBasedTable").OpenOnly = true
-	cf("write_buffer_size", itoa(d.writeBufferSize.Load()))
+	cf("write_buffer_size", itoa(fam.writeBufferSize.Load()))
 	cf("max_write_buffer_number", itoa(int64(o.MaxWriteBufferNumber)))
 	cf("compression", rocksdbCompressionName(o.Compression))
-	cf("prefix_extractor", d.rocksdbPrefixExtractorName())
+	cf("prefix_extractor", fam.rocksdbPrefixExtractorName())
 	cf("num_levels", itoa(version.NumLevels))
 	style := "kCompactionStyleLevel"
 	if o.CompactionStyle == FIFOCompaction {
@@ -143,7 +344,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 		f, s := optionsfile.ParseNested(file), optionsfile.ParseNested(ours)
 		return f["allow_compaction"] == s["allow_compaction"] && f["max_table_files_size"] == s["max_table_files_size"]
 	}
-	cf("disable_auto_compactions", strconv.FormatBool(d.comp.disableAuto.Load()))
+	cf("disable_auto_compactions", strconv.FormatBool(fam.comp.disableAuto.Load()))
 	cf("level0_file_num_compaction_trigger", itoa(int64(o.Level0FileNumCompactionTrigger)))
 	cf("level0_slowdown_writes_trigger", itoa(int64(o.Level0SlowdownWritesTrigger)))
 	cf("level0_stop_writes_trigger", itoa(int64(o.Level0StopWritesTrigger)))
@@ -152,7 +353,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	cf("max_bytes_for_level_multiplier", fmt.Sprintf("%f", float64(o.MaxBytesForLevelMultiplier))).Equal = optionsfile.SameFloat
 	cf("level_compaction_dynamic_level_bytes", strconv.FormatBool(o.LevelCompactionDynamicLevelBytes))
 
-	t := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecTable, "default", key, value) }
+	t := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecTable, fam.name, key, value) }
 	filter := "nullptr"
 	if o.BloomBitsPerKey > 0 {
 		filter = fmt.Sprintf("bloomfilter:%d:false", o.BloomBitsPerKey)
@@ -188,8 +389,8 @@ func rocksdbCompressionName(c Compression) string {
 // rocksdbPrefixExtractorName is the prefix_extractor value RocksDB can load
 // for the extractor in force: a built-in's name, else nullptr (tables carry
 // the extractor name they were written with either way).
-func (d *DB) rocksdbPrefixExtractorName() string {
-	h := d.extractor.Load()
+func (cf *ColumnFamily) rocksdbPrefixExtractorName() string {
+	h := cf.extractor.Load()
 	if h == nil {
 		return "nullptr"
 	}

@@ -37,20 +37,27 @@ const (
 	PropPrefixExtractor = "strata.prefix-extractor"
 )
 
-// GetProperty returns the value of a named property; unknown names give
-// ("", false).
-func (d *DB) GetProperty(name string) (string, bool) {
-	if d.checkOpen() != nil {
+// GetProperty returns the value of a named property of the default family
+// (or of the database); unknown names give ("", false).
+func (d *DB) GetProperty(name string) (string, bool) { return d.def.GetProperty(name) }
+
+// GetProperty returns the value of a named property of the family, under
+// RocksDB's per-family property names, or of the database for properties
+// that are not a family's (the block cache, the WAL); unknown names, and
+// any name on a dropped family, give ("", false).
+func (cf *ColumnFamily) GetProperty(name string) (string, bool) {
+	d := cf.d
+	if cf.check(d) != nil {
 		return "", false
 	}
 	u := func(v uint64) (string, bool) { return strconv.FormatUint(v, 10), true }
 	switch name {
 	case PropStats:
-		return d.statsString(), true
+		return cf.statsString(), true
 	case PropLevels:
-		return d.levelsString(), true
+		return cf.levelsString(), true
 	case PropTotalSSTFilesSize:
-		rs := d.loadReadState()
+		rs := cf.loadReadState()
 		defer rs.unref()
 		var n uint64
 		for level := range rs.version.Levels {
@@ -64,9 +71,9 @@ func (d *DB) GetProperty(name string) (string, bool) {
 	case PropNumImmutableMemTable:
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return strconv.Itoa(len(d.mu.imm)), true
+		return strconv.Itoa(len(cf.mu.imm)), true
 	case PropCurSizeActiveMemTable:
-		rs := d.loadReadState()
+		rs := cf.loadReadState()
 		defer rs.unref()
 		return strconv.Itoa(rs.mems[0].ApproximateMemoryUsage()), true
 	case PropBlockCacheHits:
@@ -103,9 +110,9 @@ func (d *DB) GetProperty(name string) (string, bool) {
 	case PropOptionsFileReport:
 		return d.optionsFileReport(), true
 	case PropEstimateNumKeys:
-		return d.estimateNumKeys()
+		return cf.estimateNumKeys()
 	case PropPrefixExtractor:
-		if h := d.extractor.Load(); h != nil {
+		if h := cf.extractor.Load(); h != nil {
 			return h.name, true
 		}
 		return "nullptr", true
@@ -115,7 +122,7 @@ func (d *DB) GetProperty(name string) (string, bool) {
 		if err != nil || level < 0 || level >= version.NumLevels {
 			return "", false
 		}
-		rs := d.loadReadState()
+		rs := cf.loadReadState()
 		defer rs.unref()
 		return strconv.Itoa(len(rs.version.Levels[level])), true
 	}
@@ -123,8 +130,8 @@ func (d *DB) GetProperty(name string) (string, bool) {
 }
 
 // levelsString lists each level's file count and size.
-func (d *DB) levelsString() string {
-	rs := d.loadReadState()
+func (cf *ColumnFamily) levelsString() string {
+	rs := cf.loadReadState()
 	defer rs.unref()
 	var b strings.Builder
 	for level, files := range rs.version.Levels {
@@ -135,8 +142,9 @@ func (d *DB) levelsString() string {
 
 // statsString renders compaction statistics in the spirit of RocksDB's
 // "Compaction Stats" table.
-func (d *DB) statsString() string {
-	rs := d.loadReadState()
+func (cf *ColumnFamily) statsString() string {
+	d := cf.d
+	rs := cf.loadReadState()
 	defer rs.unref()
 	var b strings.Builder
 	s := &d.stats
@@ -171,7 +179,7 @@ func (d *DB) statsString() string {
 	fmt.Fprintf(&b, "Write stalls: %d waits, %.3f s stalled\n", s.stalls.Load(), float64(s.stallMicros.Load())/1e6)
 	d.mu.Lock()
 	fmt.Fprintf(&b, "Pending compaction: %.1f MB; compactions running: %d\n",
-		mb(d.pendingCompactionBytesLocked()), len(d.comp.inflight))
+		mb(cf.pendingCompactionBytesLocked()), len(cf.comp.inflight))
 	d.mu.Unlock()
 	cs := d.cache.Stats()
 	fmt.Fprintf(&b, "Block cache: %d hits, %d misses, %d / %d bytes\n", cs.Hits, cs.Misses, cs.Used, cs.Capacity)

@@ -93,6 +93,7 @@ func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []er
 // getResult is the newest version of a key found so far, and the largest
 // covering tombstone sequence number seen in the sources searched.
 type getResult struct {
+	cf      *ColumnFamily
 	value   []byte
 	kind    base.Kind
 	seq     base.SeqNum
@@ -114,7 +115,7 @@ type getResult struct {
 // then one file per level. The first source holding a visible version of
 // key decides, unless a range tombstone seen so far is newer than it.
 func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
-	var r getResult
+	r := getResult{cf: rs.cf}
 	for _, m := range rs.mems {
 		if m.HasTombstones() {
 			if t := rangedel.MaxCoveringIn(m.Tombstones(snap), key, snap); t > r.maxTomb {
@@ -174,11 +175,11 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 // them, which did not hold the key, is charged a wasted seek. A table whose
 // budget runs out becomes the seek-compaction candidate.
 func (d *DB) chargeSeek(r *getResult) {
-	if r.tablesRead < 2 || !d.seekCompactions {
+	if r.tablesRead < 2 || !r.cf.seekCompactions {
 		return
 	}
 	if r.firstRead.ChargeSeek() {
-		d.noteSeekCandidate(r.firstRead, r.firstLevel)
+		r.cf.noteSeekCandidate(r.firstRead, r.firstLevel)
 	}
 }
 

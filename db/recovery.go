@@ -19,26 +19,30 @@ import (
 	"github.com/stratadb/strata/internal/version"
 )
 
-// recoverWALsLocked replays the WALs that may hold unflushed writes, in
-// order. A writable DB flushes what it recovered to L0 and starts a new WAL;
-// a read-only one keeps it in memtables. d.mu must be held.
+// recoverWALsLocked replays the WALs that may hold unflushed writes of any
+// family, in order, each record into its family unless the family's tables
+// already hold it. A writable DB flushes what it recovered to L0 and starts
+// a new WAL; a read-only one keeps it in memtables. d.mu must be held.
 func (d *DB) recoverWALsLocked(logs []uint64) error {
 	vs := d.mu.versions
-	minLog := vs.LogNumber()
+	minLog := vs.MinLogNumber()
 	var toReplay []uint64
 	for _, n := range logs {
 		if n >= minLog || (n != 0 && n == vs.PrevLogNumber()) {
 			toReplay = append(toReplay, n)
 		}
 	}
-	d.mu.summaryPrefix = keyRangePrefix(vs.Current())
-	// An empty arena: the first recovered batch replaces it with a full
-	// write buffer, and a database without WAL records allocates none.
-	mem, err := d.newMemTable(0, 0, 0)
-	if err != nil {
-		return err
+	for _, cf := range d.mu.fams {
+		cf.mu.summaryPrefix = keyRangePrefix(cf.mu.vf.Current())
+		// An empty arena: the first recovered batch replaces it with a
+		// full write buffer, and a family without WAL records allocates
+		// none.
+		mem, err := d.newMemTable(cf, 0, 0, 0)
+		if err != nil {
+			return err
+		}
+		cf.mu.mem = mem
 	}
-	d.mu.mem = mem
 	killpoint.Maybe("open.before_wal_replay")
 	// The last WAL, whose torn tail is what a crash leaves, is the newest
 	// one that holds a record: newer ones that hold none (created, or
@@ -61,57 +65,82 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 			return err
 		}
 		if stop {
-			break // point-in-time recovery met damage: newer WALs are not applied
+			// Point-in-time recovery met damage: newer WALs are not
+			// applied. A family whose tables already hold writes of a
+			// newer WAL is then ahead of the recovered point, which no
+			// prefix of the history explains.
+			for _, cf := range d.mu.fams {
+				if cf.mu.vf.LogNumber() > n {
+					return base.CorruptionErrorf("WAL %s is damaged, but column family %q holds writes of a later WAL (its log number is %d): the database cannot be recovered to one point in time",
+						base.MakeFilename(base.FileKindLog, n), cf.name, cf.mu.vf.LogNumber())
+				}
+			}
+			break
 		}
 	}
 	if d.opts.ReadOnly {
 		return nil
 	}
 	// Move every recovered memtable to L0, and start the new WAL in the
-	// same MANIFEST edit.
-	if !d.mu.mem.Empty() {
-		d.mu.imm = append(d.mu.imm, d.mu.mem)
-	}
+	// same MANIFEST write.
 	newLog := vs.NextFileNum()
-	ve := &version.Edit{LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
-		LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
-	for _, m := range d.mu.imm {
-		meta, err := d.writeLevel0TableLocked(m.MemTable)
-		if err != nil {
-			return err
+	var edits []*version.Edit
+	for _, cf := range d.mu.fams {
+		if !cf.mu.mem.Empty() {
+			cf.mu.imm = append(cf.mu.imm, cf.mu.mem)
 		}
-		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
+		ve := &version.Edit{ColumnFamily: cf.id, LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
+			LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
+		for _, m := range cf.mu.imm {
+			meta, err := d.writeLevel0TableLocked(cf, m.MemTable)
+			if err != nil {
+				return err
+			}
+			ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
+		}
+		// No read view lists the recovered memtables yet (Open installs
+		// the first after recovery): the DB's reference is the only one.
+		for _, m := range cf.mu.imm {
+			cf.noteSummaryPrefixLocked(m) // ends with the newest of two keys or more
+			m.unref(d)
+		}
+		if cf.mu.mem.Empty() {
+			cf.mu.mem.unref(d)
+		}
+		cf.mu.imm = nil
+		cf.mu.mem = nil
+		edits = append(edits, ve)
 	}
-	// No read view lists the recovered memtables yet (Open installs the
-	// first after recovery): the DB's reference is the only one.
-	for _, m := range d.mu.imm {
-		d.noteSummaryPrefixLocked(m) // ends with the newest of two keys or more
-		m.unref(d)
-	}
-	if d.mu.mem.Empty() {
-		d.mu.mem.unref(d)
-	}
-	d.mu.imm = nil
-	d.mu.mem = nil
 	// The edit is durable before the new WAL exists, as in RocksDB (which
 	// records the recovered WALs as flushed before DB::Open creates the
 	// next one). An Open that fails later, creating the WAL or writing its
 	// first bytes on a full disk, then leaves a directory whose MANIFEST
 	// no longer names the replayed WALs: a retry neither replays them
 	// again nor reads a torn tail of theirs as the tail of an older WAL
-	// followed by the new one.
+	// followed by the new one. With several families the edits are one
+	// atomic group, so that they move to the new WAL together.
 	killpoint.Maybe("open.before_recovery_manifest")
-	if err := vs.LogAndApply(ve); err != nil {
+	var err error
+	if len(edits) == 1 {
+		err = vs.LogAndApply(edits[0])
+	} else {
+		err = vs.LogAndApplyGroup(edits)
+	}
+	if err != nil {
 		return errors.Wrap(err, "strata: recording recovery in MANIFEST")
 	}
-	for _, nf := range ve.NewFiles {
-		delete(d.mu.pendingOutputs, nf.Meta.FileNum)
+	for _, ve := range edits {
+		for _, nf := range ve.NewFiles {
+			delete(d.mu.pendingOutputs, nf.Meta.FileNum)
+		}
 	}
 	if err := d.openWALLocked(newLog); err != nil {
 		return err
 	}
-	if d.mu.mem, err = d.newMemTable(newLog, 0, d.nextMemTableSizeLocked()); err != nil {
-		return err
+	for _, cf := range d.mu.fams {
+		if cf.mu.mem, err = d.newMemTable(cf, newLog, 0, cf.nextMemTableSizeLocked()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -206,7 +235,7 @@ func (d *DB) replayWALLocked(num uint64, last bool) (stop bool, err error) {
 			if b.Count() == 0 {
 				continue
 			}
-			if err := d.applyRecoveredLocked(&b, name, r.Offset()); err != nil {
+			if err := d.applyRecoveredLocked(&b, name, r.Offset(), num); err != nil {
 				return false, err
 			}
 			applied++
@@ -248,9 +277,12 @@ func dataAfterZeroes(r *record.Reader) (bool, error) {
 	}
 }
 
-// applyRecoveredLocked applies one recovered batch, moving full memtables
-// aside (to be flushed by the caller, or kept when read-only).
-func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) error {
+// applyRecoveredLocked applies one recovered batch of WAL walNum, each
+// record to its family unless the family is gone (dropped) or its tables
+// already hold the WAL (walNum below its log number), moving full
+// memtables aside (to be flushed by the caller, or kept when read-only).
+// Skipped records still consume their sequence numbers.
+func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64, walNum uint64) error {
 	need := arenaNeed(b)
 	if int64(need) > maxBatchArena {
 		// RocksDB's memtables grow; ours are one arena of at most
@@ -258,28 +290,71 @@ func (d *DB) applyRecoveredLocked(b *batch.Batch, name string, offset int64) err
 		return errors.Wrapf(ErrInvalidArgument, "strata: WAL %s offset %d: a batch of %d bytes and %d records needs %d memtable bytes, above the limit of %d",
 			name, offset, b.Len(), b.Count(), need, maxBatchArena)
 	}
-	if !d.mu.mem.fits(need) {
-		// Replay fills whole write buffers: small ones would only make
-		// small L0 tables.
-		d.noteSummaryPrefixLocked(d.mu.mem)
-		m, err := d.newMemTable(0, need, int(d.writeBufferSize.Load()))
+	last := b.Seq() + base.SeqNum(b.Count()) - 1
+	if !b.MultiFamily() {
+		if cf := d.def; walNum >= cf.mu.vf.LogNumber() {
+			if err := d.recoveryRoomLocked(cf, need, name, offset); err != nil {
+				return err
+			}
+			if _, err := applyBatch(cf.mu.mem.MemTable, b, b.Seq(), false); err != nil {
+				return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
+			}
+		}
+	} else {
+		r, err := batch.NewReader(b.Data())
 		if err != nil {
-			return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)
+			return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
 		}
-		if !d.mu.mem.Empty() {
-			d.mu.imm = append(d.mu.imm, d.mu.mem)
-		} else {
-			d.mu.mem.unref(d) // in no read view yet
+		for seq := b.Seq(); ; seq++ {
+			id, kind, key, value, err := r.NextCF()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset))
+			}
+			cf := d.familyLocked(id)
+			if cf == nil {
+				if id > d.mu.versions.MaxColumnFamily() {
+					return base.CorruptionErrorf("WAL %s offset %d: record for column family %d, which the MANIFEST never created", name, offset, id)
+				}
+				continue // a dropped family
+			}
+			if walNum < cf.mu.vf.LogNumber() {
+				continue
+			}
+			if err := d.recoveryRoomLocked(cf, need, name, offset); err != nil {
+				return err
+			}
+			if err := applyRecord(cf.mu.mem.MemTable, kind, key, value, seq, false); err != nil {
+				return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
+			}
 		}
-		d.mu.mem = m
-	}
-	last, err := applyBatch(d.mu.mem.MemTable, b, b.Seq(), false)
-	if err != nil {
-		return base.MarkCorruption(errors.Wrapf(err, "strata: replaying WAL %s", name))
 	}
 	if uint64(last) > d.visibleSeq.Load() {
 		d.visibleSeq.Store(uint64(last))
 	}
+	return nil
+}
+
+// recoveryRoomLocked makes room for need bytes in cf's recovery memtable.
+func (d *DB) recoveryRoomLocked(cf *ColumnFamily, need int, name string, offset int64) error {
+	if cf.mu.mem.fits(need) {
+		return nil
+	}
+	// Replay fills whole write buffers: small ones would only make small
+	// L0 tables.
+	cf.noteSummaryPrefixLocked(cf.mu.mem)
+	m, err := d.newMemTable(cf, 0, need, int(cf.writeBufferSize.Load()))
+	if err != nil {
+		return errors.Wrapf(err, "strata: replaying WAL %s offset %d", name, offset)
+	}
+	if !cf.mu.mem.Empty() {
+		cf.mu.imm = append(cf.mu.imm, cf.mu.mem)
+	} else {
+		cf.mu.mem.unref(d) // in no read view yet
+	}
+	cf.mu.mem = m
 	return nil
 }
 

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/errors"
-	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/prefix"
 	"github.com/stretchr/testify/require"
 )
@@ -194,26 +192,42 @@ func TestCompatLDBTinyPointReads(t *testing.T) {
 	}
 }
 
-// TestCompatColumnFamiliesRefused: a DB with a second column family is
-// refused with ErrInvalidArgument naming it, whether the OPTIONS file or
-// the MANIFEST reveals it.
-func TestCompatColumnFamiliesRefused(t *testing.T) {
+// TestCompatColumnFamiliesOpen: a DB with a second column family, made by
+// ldb, opens (read-only and writable, with and without its OPTIONS file)
+// with both families and their data, the second one's only in the WAL.
+func TestCompatColumnFamiliesOpen(t *testing.T) {
 	src := filepath.Join(compatFixtures, "ldb-cf", "db")
 	for _, ro := range []bool{true, false} {
-		_, err := Open(compatCopyDir(t, src), &Options{ReadOnly: ro})
-		require.ErrorIs(t, err, ErrInvalidArgument)
-		require.ErrorContains(t, err, `column family "cf2" is not supported`)
-
-		dir := compatCopyDir(t, src)
-		opts, _ := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
-		for _, f := range opts {
-			require.NoError(t, os.Remove(f))
+		for _, withOptions := range []bool{true, false} {
+			dir := compatCopyDir(t, src)
+			if !withOptions {
+				opts, _ := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+				for _, f := range opts {
+					require.NoError(t, os.Remove(f))
+				}
+			}
+			d, err := Open(dir, &Options{ReadOnly: ro})
+			require.NoError(t, err)
+			names := []string{}
+			for _, cf := range d.ColumnFamilies() {
+				names = append(names, cf.Name())
+			}
+			require.Equal(t, []string{"default", "cf2"}, names)
+			v, err := d.Get([]byte("k0"), nil)
+			require.NoError(t, err)
+			require.Equal(t, "v0", string(v))
+			cf := d.ColumnFamily("cf2")
+			require.NotNil(t, cf)
+			require.Equal(t, uint32(1), cf.ID())
+			for _, kv := range [][2]string{{"k1", "v1"}, {"k2", "v2"}} {
+				v, err := cf.Get([]byte(kv[0]), nil)
+				require.NoError(t, err)
+				require.Equal(t, kv[1], string(v))
+			}
+			_, err = cf.Get([]byte("k0"), nil)
+			require.ErrorIs(t, err, ErrNotFound)
+			require.NoError(t, d.Close())
 		}
-		_, err = Open(dir, &Options{ReadOnly: ro})
-		require.ErrorIs(t, err, ErrInvalidArgument)
-		require.True(t, errors.Is(err, version.ErrUnsupportedColumnFamily), "%v", err)
-		require.ErrorContains(t, err, `"cf2"`)
-		require.ErrorContains(t, err, `column families other than "default"`)
 	}
 }
 

@@ -58,8 +58,20 @@ var mutableOptions = []mutableOption{
 // integers) and "max_bytes_for_level_multiplier" (a number above 1).
 // Unknown names and bad values wrap ErrInvalidArgument and name the option
 // and value.
-func (d *DB) SetOptions(opts map[string]string) error {
-	if err := d.checkOpen(); err != nil {
+func (d *DB) SetOptions(opts map[string]string) error { return d.def.setOptions(opts, true) }
+
+// SetOptions changes the family's mutable options at run time, as
+// DB.SetOptions does for the default family; the DB-wide ones
+// (max_background_jobs) go through DB.SetOptions only.
+func (cf *ColumnFamily) SetOptions(opts map[string]string) error {
+	return cf.setOptions(opts, cf.id == 0)
+}
+
+// setOptions applies opts to cf; dbWide allows the options that are the
+// database's rather than a family's.
+func (cf *ColumnFamily) setOptions(opts map[string]string, dbWide bool) error {
+	d := cf.d
+	if err := cf.check(d); err != nil {
 		return err
 	}
 	applies := make([]func(*mutableOptionsState), 0, len(opts))
@@ -73,6 +85,9 @@ func (d *DB) SetOptions(opts map[string]string) error {
 		if opt == nil {
 			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: unknown or immutable option %q (value %q)", name, value)
 		}
+		if name == "max_background_jobs" && !dbWide {
+			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: %q is a database option: set it with DB.SetOptions (value %q)", name, value)
+		}
 		apply, err := opt.parse(d, value)
 		if err != nil {
 			return errors.Wrapf(base.Mark(err, ErrInvalidArgument), "strata: SetOptions: option %q value %q", name, value)
@@ -85,7 +100,7 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	defer d.endOp()
 	d.setOptionsMu.Lock()
 	defer d.setOptionsMu.Unlock()
-	saved := d.saveMutableOptions()
+	saved := cf.saveMutableOptions()
 	next := saved
 	for _, apply := range applies {
 		apply(&next)
@@ -93,18 +108,18 @@ func (d *DB) SetOptions(opts map[string]string) error {
 	// The resulting option set must be one Open accepts: triggers that
 	// Open refuses (an L0 compaction trigger above the stop trigger, say)
 	// would stall writes for good.
-	o := d.optionsWith(next)
+	o := cf.optionsWith(next)
 	if err := o.validate(); err != nil {
 		return errors.Wrapf(err, "strata: SetOptions: %s would make an option set Open refuses; no option was changed", describeOptions(opts))
 	}
-	d.restoreMutableOptions(next)
+	cf.restoreMutableOptions(next)
 	// Keep the OPTIONS file in step, as RocksDB does, so its tools see the
 	// options in force. If it cannot be written, undo: on any error
 	// nothing changes (the previous OPTIONS file still describes the
 	// options in force).
 	if !d.opts.ReadOnly {
 		if err := d.writeOptionsFile(); err != nil {
-			d.restoreMutableOptions(saved)
+			cf.restoreMutableOptions(saved)
 			return errors.Wrap(err, "strata: SetOptions: writing the OPTIONS file failed; no option was changed")
 		}
 	}
@@ -149,21 +164,21 @@ type mutableOptionsState struct {
 	multiplierBits  uint64
 }
 
-func (d *DB) compactionInts() [6]*atomic.Int64 {
-	c := &d.comp
-	return [6]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase, &c.maxBackgroundJobs}
+func (cf *ColumnFamily) compactionInts() [6]*atomic.Int64 {
+	c := &cf.comp
+	return [6]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase, &cf.d.maxBackgroundJobs}
 }
 
 // saveMutableOptions returns the state SetOptions may change.
 // d.setOptionsMu must be held.
-func (d *DB) saveMutableOptions() mutableOptionsState {
+func (cf *ColumnFamily) saveMutableOptions() mutableOptionsState {
 	s := mutableOptionsState{
-		writeBufferSize: d.writeBufferSize.Load(),
-		disableAuto:     d.comp.disableAuto.Load(),
-		extractor:       d.extractor.Load(),
-		multiplierBits:  d.comp.multiplierBits.Load(),
+		writeBufferSize: cf.writeBufferSize.Load(),
+		disableAuto:     cf.comp.disableAuto.Load(),
+		extractor:       cf.extractor.Load(),
+		multiplierBits:  cf.comp.multiplierBits.Load(),
 	}
-	for i, p := range d.compactionInts() {
+	for i, p := range cf.compactionInts() {
 		s.ints[i] = p.Load()
 	}
 	return s
@@ -172,8 +187,8 @@ func (d *DB) saveMutableOptions() mutableOptionsState {
 // optionsWith returns the DB's options with the mutable ones as in s, for
 // validation (the level multiplier, a float here and an int in Options, is
 // checked when it is parsed).
-func (d *DB) optionsWith(s mutableOptionsState) Options {
-	o := d.opts
+func (cf *ColumnFamily) optionsWith(s mutableOptionsState) Options {
+	o := cf.opts
 	o.WriteBufferSize = int(s.writeBufferSize)
 	o.DisableAutoCompactions = s.disableAuto
 	// A compaction integer of 0 was never set: the Options value holds
@@ -198,15 +213,15 @@ func (d *DB) optionsWith(s mutableOptionsState) Options {
 
 // restoreMutableOptions installs s (what saveMutableOptions returned, or a
 // validated change of it). d.setOptionsMu must be held.
-func (d *DB) restoreMutableOptions(s mutableOptionsState) {
-	d.writeBufferSize.Store(s.writeBufferSize)
-	d.comp.disableAuto.Store(s.disableAuto)
-	d.extractor.Store(s.extractor)
-	d.comp.multiplierBits.Store(s.multiplierBits)
-	for i, p := range d.compactionInts() {
+func (cf *ColumnFamily) restoreMutableOptions(s mutableOptionsState) {
+	cf.writeBufferSize.Store(s.writeBufferSize)
+	cf.comp.disableAuto.Store(s.disableAuto)
+	cf.extractor.Store(s.extractor)
+	cf.comp.multiplierBits.Store(s.multiplierBits)
+	for i, p := range cf.compactionInts() {
 		p.Store(s.ints[i])
 	}
-	d.rescheduleAfterOptions()
+	cf.d.rescheduleAfterOptions()
 }
 
 // rescheduleAfterOptions looks for a compaction made due, and wakes stalled

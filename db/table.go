@@ -14,20 +14,21 @@ import (
 )
 
 // tableWriterOptions builds the table package's options for a new file.
-func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
+func (cf *ColumnFamily) tableWriterOptions(fileNum uint64) table.WriterOptions {
 	o := table.WriterOptions{
-		BlockSize:         d.opts.BlockSize,
-		BloomBitsPerKey:   d.opts.BloomBitsPerKey,
+		BlockSize:         cf.opts.BlockSize,
+		BloomBitsPerKey:   cf.opts.BloomBitsPerKey,
 		WholeKeyFiltering: true,
-		ColumnFamilyName:  "default",
+		ColumnFamilyName:  cf.name,
+		ColumnFamilyID:    cf.id,
 		CreationTime:      time.Now().Unix(),
 		FileNumber:        fileNum,
-		DBIdentity:        d.identity,
-		TwoLevelIndex:     d.opts.IndexType == IndexTwoLevelSearch,
-		PartitionFilters:  d.opts.PartitionFilters,
-		MetadataBlockSize: d.opts.MetadataBlockSize,
+		DBIdentity:        cf.d.identity,
+		TwoLevelIndex:     cf.opts.IndexType == IndexTwoLevelSearch,
+		PartitionFilters:  cf.opts.PartitionFilters,
+		MetadataBlockSize: cf.opts.MetadataBlockSize,
 	}
-	switch d.opts.Compression {
+	switch cf.opts.Compression {
 	case SnappyCompression:
 		o.Compression = table.SnappyCompression
 	case ZstdCompression:
@@ -35,11 +36,11 @@ func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
 	default:
 		o.Compression = table.NoCompression
 	}
-	if h := d.extractor.Load(); h != nil {
+	if h := cf.extractor.Load(); h != nil {
 		o.PrefixExtractor = h.ext
 	}
-	if d.opts.MergeOperator != nil {
-		o.MergeOperatorName = d.opts.MergeOperator.Name()
+	if cf.opts.MergeOperator != nil {
+		o.MergeOperatorName = cf.opts.MergeOperator.Name()
 	}
 	return o
 }
@@ -47,7 +48,8 @@ func (d *DB) tableWriterOptions(fileNum uint64) table.WriterOptions {
 // writeTable writes every entry of it and the tombstones into table file
 // fileNum, syncs it and returns its metadata. It closes it. It returns nil
 // metadata when there was nothing to write.
-func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombstone, level int) (meta *version.FileMetadata, err error) {
+func (cf *ColumnFamily) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombstone, level int) (meta *version.FileMetadata, err error) {
+	d := cf.d
 	name := d.path(base.MakeFilename(base.FileKindTable, fileNum))
 	vf, err := d.fs.Create(name)
 	if err != nil {
@@ -61,7 +63,7 @@ func (d *DB) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombs
 			d.fs.Remove(name)
 		}
 	}()
-	w := table.NewWriter(f, d.tableWriterOptions(fileNum))
+	w := table.NewWriter(f, cf.tableWriterOptions(fileNum))
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {
 			it.Close()

@@ -156,9 +156,11 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 	n, _ := r.PinnedBytes()
 	tc.db.stats.tableReadersMem.Add(int64(n))
 	e.prefixName = r.Properties().PrefixExtractorName
-	// Record the current extractor as known good if it is the one the
-	// table was built with.
-	if h := tc.db.extractor.Load(); h != nil && h.name == e.prefixName {
+	// Record the default family's extractor as known good if it is the
+	// one the table was built with. (The tables of other families learn
+	// their family's handle at their first prefix check: the cache does
+	// not know which family a file number belongs to.)
+	if h := tc.db.def.extractor.Load(); h != nil && h.name == e.prefixName {
 		e.knownGood.Store(h)
 	}
 	tc.db.stats.tablesOpened.Add(1)

@@ -203,22 +203,29 @@ func SameFloat(a, b string) bool {
 	return err1 == nil && err2 == nil && x == y
 }
 
-// Check refuses a file describing what Strata cannot open (a column family
-// other than "default", a comparator other than base.ComparatorName) with an
-// error wrapping base.ErrInvalidArgument, and otherwise returns the settings
-// that do not map onto ours (the entries Strata would write), one line each:
-// "[Section] key=value: reason".
-func Check(f *File, ours []Entry) ([]string, error) {
+// CheckComparators refuses a file in which a column family orders keys
+// with a comparator other than base.ComparatorName, with an error wrapping
+// base.ErrInvalidArgument naming the family.
+func CheckComparators(f *File) error {
 	for _, s := range f.Sections {
-		if (s.Name == SecCF || strings.HasPrefix(s.Name, "TableOptions/")) && s.Arg != "default" {
-			return nil, errors.Wrapf(base.ErrInvalidArgument,
-				"strata: %s: column family %q is not supported (Strata opens only the default column family)", f.Name, s.Arg)
+		if s.Name != SecCF {
+			continue
+		}
+		if c, ok := s.Values["comparator"]; ok && c != base.ComparatorName {
+			return errors.Wrapf(base.ErrInvalidArgument,
+				"strata: %s: column family %q: comparator %q is not supported (Strata orders keys with %s only)", f.Name, s.Arg, c, base.ComparatorName)
 		}
 	}
-	cf := f.Section(SecCF, "default")
-	if c, ok := cf.Values["comparator"]; ok && c != base.ComparatorName {
-		return nil, errors.Wrapf(base.ErrInvalidArgument,
-			"strata: %s: comparator %q is not supported (Strata orders keys with %s only)", f.Name, c, base.ComparatorName)
+	return nil
+}
+
+// Check refuses a file describing what Strata cannot open (see
+// CheckComparators), and otherwise returns the settings that do not map
+// onto ours (the entries Strata would write), one line each:
+// "[Section] key=value: reason".
+func Check(f *File, ours []Entry) ([]string, error) {
+	if err := CheckComparators(f); err != nil {
+		return nil, err
 	}
 	var report []string
 	for _, e := range ours {
@@ -236,12 +243,13 @@ func Check(f *File, ours []Entry) ([]string, error) {
 		report = append(report, fmt.Sprintf("%s %s=%s: Strata uses %s", s.Title(), e.Key, v, e.Value))
 	}
 	for _, u := range unsupportedSettings {
-		s := f.Section(u.section, u.arg)
-		if s == nil {
-			continue
-		}
-		if v, ok := s.Values[u.key]; ok && v != u.neutral {
-			report = append(report, fmt.Sprintf("%s %s=%s: %s", s.Title(), u.key, v, u.why))
+		for _, s := range f.Sections {
+			if s.Name != u.section || (u.section == SecDB) != (s.Arg == "") {
+				continue
+			}
+			if v, ok := s.Values[u.key]; ok && v != u.neutral {
+				report = append(report, fmt.Sprintf("%s %s=%s: %s", s.Title(), u.key, v, u.why))
+			}
 		}
 	}
 	return report, nil
@@ -257,7 +265,7 @@ var unsupportedSettings = []struct {
 	{SecCF, "default", "enable_blob_files", "false", "blob files are not supported"},
 	{SecCF, "default", "table_factory", "BlockBasedTable", "only block-based tables are supported"},
 	{SecDB, "", "allow_2pc", "false", "two-phase commit is not supported"},
-	{SecDB, "", "atomic_flush", "false", "Strata has one column family; atomic_flush has no effect"},
+	{SecDB, "", "atomic_flush", "false", "Strata flushes each column family on its own; atomic_flush has no effect"},
 }
 
 // PrefixExtractorName is the prefix_extractor value RocksDB can load for an
