@@ -32,7 +32,6 @@ func (d *DB) ApproximateSize(start, end []byte, opts *ApproximateSizeOptions) (u
 	return d.def.ApproximateSize(start, end, opts)
 }
 
-
 // ApproximateSize estimates the bytes the keys in [start, end) occupy: on
 // disk, in the table files of the current version, and with
 // IncludeMemtables in the memtables too. nil start means the smallest key,
