@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/prefix"
 )
 
@@ -393,4 +394,26 @@ func (d *DB) DropColumnFamily(cf *ColumnFamily) error {
 		d.mu.cond.Broadcast()
 		return nil
 	})
+}
+
+// ListColumnFamilies returns the names of the live column families of the
+// database in dir, "default" first, then by ID, as RocksDB's
+// DB::ListColumnFamilies. It only reads CURRENT and the MANIFEST it names,
+// so it may be called while the database is open (by this process or
+// another); it then sees the families as of the last MANIFEST write.
+func ListColumnFamilies(dir string) ([]string, error) {
+	return listColumnFamilies(vfs.Default, dir)
+}
+
+func listColumnFamilies(fs vfs.FS, dir string) ([]string, error) {
+	vs, err := version.Load(fs, dir, version.Options{})
+	if err != nil {
+		return nil, errors.Wrapf(err, "strata: listing the column families of %s", dir)
+	}
+	defer vs.Close()
+	var names []string
+	for _, f := range vs.Families() {
+		names = append(names, f.Name())
+	}
+	return names, nil
 }

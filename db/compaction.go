@@ -87,8 +87,12 @@ const (
 // compaction is one compaction job. Its input files are marked Compacting
 // from pick to finish.
 type compaction struct {
-	cf   *ColumnFamily
-	kind compactionKind
+	cf *ColumnFamily
+	// version is the family's Version the compaction was started from,
+	// referenced until it ends, so that its inputs stay on disk even when
+	// the family is dropped meanwhile.
+	version *version.Version
+	kind    compactionKind
 	pick *version.Pick
 	// manual compactions never move trivially.
 	manual bool
@@ -361,6 +365,8 @@ func (cf *ColumnFamily) newCompaction(v *version.Version, p *version.Pick, manua
 // must be held.
 func (d *DB) startCompactionLocked(c *compaction) {
 	d.setCompactingLocked(c, true)
+	c.version = c.cf.mu.vf.Current()
+	c.version.Ref()
 	c.cf.comp.inflight = append(c.cf.comp.inflight, c)
 }
 
@@ -390,7 +396,8 @@ func (d *DB) runCompactionLocked(c *compaction) error {
 			break
 		}
 	}
-	if err != nil && !errors.Is(err, errCompactionAborted) {
+	c.version.Unref()
+	if err != nil && !errors.Is(err, errCompactionAborted) && !c.cf.mu.vf.Dropped() {
 		d.setBgErrLocked(err)
 	}
 	if err == nil {

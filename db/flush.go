@@ -204,7 +204,13 @@ func (d *DB) maybeScheduleFlushLocked() {
 				break
 			}
 			if err := d.flushOldestLocked(cf); err != nil {
-				d.setBgErrLocked(err)
+				if !cf.mu.vf.Dropped() {
+					d.setBgErrLocked(err)
+					continue
+				}
+				// A family dropped during its flush: what failed
+				// belongs to nothing.
+				cf.mu.imm = nil
 			}
 		}
 		d.mu.flushing = false

@@ -4,11 +4,16 @@ package db
 // which holds the text format and the comparison of settings.
 //
 // Strata reads the newest OPTIONS file at Open to check that the database
-// can be opened: a comparator other than leveldb.BytewiseComparator, or a
-// column family other than "default", refuses Open with ErrInvalidArgument.
-// Nothing in the file overrides the caller's Options; the settings that
-// differ from what Strata uses, or that name features Strata lacks, are
-// listed by the PropOptionsFileReport property. RocksDB rejects an unknown
+// can be opened (a comparator other than leveldb.BytewiseComparator in any
+// column family refuses Open with ErrInvalidArgument) and to take the
+// options of the column families the caller's Options do not name. Nothing
+// in the file overrides the caller's Options; the settings that differ
+// from what Strata uses, or that name features Strata lacks, are listed by
+// the PropOptionsFileReport property. The file has one [CFOptions "name"]
+// and one [TableOptions/BlockBasedTable "name"] section per family, the
+// default first, and is rewritten whenever a family is created or dropped,
+// so that RocksDB's tools (which load families from it) agree with the
+// MANIFEST. RocksDB rejects an unknown
 // key, so Strata writes only keys RocksDB 7.8.3 defines, and omits the rest
 // (RocksDB then uses its defaults).
 //

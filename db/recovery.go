@@ -430,7 +430,13 @@ func (d *DB) checkTables(v *version.Version, tables []uint64, manifest string) e
 // session recovered WALs, flushed nothing, and crashed during a compaction.
 // Opening it with RocksDB once clears the leftover table.
 func (d *DB) checkLogNumber(vs *version.VersionSet, logs, tables []uint64, manifest string) error {
-	logNum := vs.LogNumber()
+	// The newest log number any family recorded: a family that had no
+	// writes keeps an older one whose WAL may rightly be gone (its log
+	// number moves on only in memory, see advanceEmptyFamiliesLocked).
+	var logNum uint64
+	for _, f := range vs.Families() {
+		logNum = max(logNum, f.LogNumber())
+	}
 	for _, n := range logs {
 		if n == logNum {
 			return nil

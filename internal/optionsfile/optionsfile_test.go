@@ -68,15 +68,22 @@ func TestRenderParseCheck(t *testing.T) {
 		`[CFOptions "default"] compaction_filter=MyFilter: compaction filters are not supported`,
 	}, report)
 
+	// Other column families are fine; a compaction filter in one is
+	// reported under its section.
+	f.Sections = append(f.Sections, &Section{Name: SecCF, Arg: "other", Values: map[string]string{"compaction_filter": "F"}})
+	report, err = Check(f, ours)
+	require.NoError(t, err)
+	require.Contains(t, report, `[CFOptions "other"] compaction_filter=F: compaction filters are not supported`)
+
+	f.Section(SecCF, "other").Values["comparator"] = "rocksdb.ReverseBytewiseComparator"
+	_, err = Check(f, ours)
+	require.ErrorIs(t, err, base.ErrInvalidArgument)
+	require.ErrorContains(t, err, `column family "other"`)
+
 	f.Section(SecCF, "default").Values["comparator"] = "rocksdb.ReverseBytewiseComparator"
 	_, err = Check(f, ours)
 	require.ErrorIs(t, err, base.ErrInvalidArgument)
 	require.ErrorContains(t, err, "OPTIONS-000005")
-
-	f.Sections = append(f.Sections, &Section{Name: SecCF, Arg: "other", Values: map[string]string{}})
-	_, err = Check(f, ours)
-	require.ErrorIs(t, err, base.ErrInvalidArgument)
-	require.ErrorContains(t, err, `column family "other"`)
 }
 
 func TestPrefixExtractorName(t *testing.T) {
