@@ -36,6 +36,7 @@ import (
 //     Delete, Put, SingleDelete is within the contract).
 type compactionMerger struct {
 	d     *DB
+	cf    *ColumnFamily
 	out   *compactionOutputs
 	it    iterator.Iterator
 	sets  []rangedel.Set
@@ -221,7 +222,7 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 	}
 	newest := m.seqs[0]
 	if terminated || (keyEnded && bottommost) {
-		v, err := m.d.fullMerge(m.cur, existing, m.ops.operands(true))
+		v, err := m.cf.fullMerge(m.cur, existing, m.ops.operands(true))
 		if err != nil {
 			return false, err
 		}

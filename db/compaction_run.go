@@ -87,7 +87,7 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 // writes the rest to out. Merge operands and single deletions follow the
 // rules in compaction_merge.go.
 func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
-	cm := compactionMerger{d: d, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.opts.MergeOperator,
+	cm := compactionMerger{d: d, cf: out.c.cf, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.opts.MergeOperator,
 		fault: compactionFault(d.testingCompactionFault.Load())}
 	return cm.run()
 }

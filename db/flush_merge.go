@@ -19,6 +19,7 @@ import (
 type flushMergeIter struct {
 	iterator.Iterator // the memtable's
 	d                 *DB
+	cf                *ColumnFamily
 	op                MergeOperator
 	snaps             []base.SeqNum
 
@@ -50,7 +51,7 @@ func (cf *ColumnFamily) flushIter(m *memtable.MemTable) iterator.Iterator {
 	if op == nil || m.HasTombstones() {
 		return it
 	}
-	return &flushMergeIter{Iterator: it, d: d, op: op, snaps: d.mu.snapshots.seqs()}
+	return &flushMergeIter{Iterator: it, d: d, cf: cf, op: op, snaps: d.mu.snapshots.seqs()}
 }
 
 type flushEntry struct {
@@ -162,7 +163,7 @@ func (f *flushMergeIter) mergeRun(k base.InternalKey, stripe int) error {
 			default:
 				return f.queueOperands(ukey)
 			}
-			v, err := f.d.fullMerge(ukey, existing, f.ops.operands(true))
+			v, err := f.cf.fullMerge(ukey, existing, f.ops.operands(true))
 			if err != nil {
 				return err
 			}

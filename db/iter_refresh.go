@@ -25,7 +25,9 @@ func (it *Iterator) Refresh() error {
 		return errors.Wrap(ErrClosed, "strata: Refresh of a closed iterator")
 	}
 	d := it.d
-	if err := d.checkOpen(); err != nil {
+	if err := it.cf.check(d); err != nil {
+		// A closed database, or a family dropped since NewIterator: there
+		// is no current state to move to.
 		it.valid, it.err = false, err
 		return err
 	}
@@ -34,7 +36,7 @@ func (it *Iterator) Refresh() error {
 		it.refreshKey = append(it.refreshKey[:0], it.Key()...)
 	}
 	// The read view first, then the sequence number: see readState.
-	rs := d.loadReadState()
+	rs := it.cf.loadReadState()
 	snap, err := d.readSeq(rs, &ReadOptions{Snapshot: it.snapshot})
 	if err != nil {
 		rs.unref()

@@ -72,12 +72,13 @@ func (a *AssociativeMergeOperator) PartialMerge(key []byte, operands [][]byte) (
 
 // errNoMergeOperator is the error of reading a merge operand of key with
 // no operator configured; it names the operator the OPTIONS file asked for.
-func (d *DB) errNoMergeOperator(key []byte) error {
-	if d.fileMergeOperator != "" {
+func (cf *ColumnFamily) errNoMergeOperator(key []byte) error {
+	d := cf.d
+	if d.fileMergeOperator != "" && cf.id == 0 {
 		return errors.Wrapf(ErrInvalidArgument,
 			"strata: key %q has merge operands, which need merge operator %s (named by the OPTIONS file): set Options.MergeOperator", key, d.fileMergeOperator)
 	}
-	if name, file := d.tableMergeOperator(); name != "" {
+	if name, file := cf.tableMergeOperator(); name != "" {
 		return errors.Wrapf(ErrInvalidArgument,
 			"strata: key %q has merge operands, which need merge operator %s (named by table %s): set Options.MergeOperator", key, name, file)
 	}
@@ -88,8 +89,9 @@ func (d *DB) errNoMergeOperator(key []byte) error {
 // tableMergeOperator returns the merge operator named by a table of the
 // current version (rocksdb.merge.operator), and the table, for the error
 // of reading operands with no operator and no OPTIONS file naming one.
-func (d *DB) tableMergeOperator() (name, file string) {
-	rs := d.loadReadState()
+func (cf *ColumnFamily) tableMergeOperator() (name, file string) {
+	d := cf.d
+	rs := cf.loadReadState()
 	defer rs.unref()
 	for _, files := range rs.version.Levels {
 		for _, f := range files {
@@ -111,10 +113,10 @@ func (d *DB) tableMergeOperator() (name, file string) {
 }
 
 // fullMerge runs the configured operator's FullMerge, wrapping its error.
-func (d *DB) fullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
-	op := d.opts.MergeOperator
+func (cf *ColumnFamily) fullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
+	op := cf.opts.MergeOperator
 	if op == nil {
-		return nil, d.errNoMergeOperator(key)
+		return nil, cf.errNoMergeOperator(key)
 	}
 	v, err := op.FullMerge(key, existing, operands)
 	if err != nil {
@@ -245,12 +247,12 @@ var mergeGetIters = sync.Pool{New: func() any { return new(Iterator) }}
 // getMerged answers Get for a key whose newest visible version is a merge
 // operand: an iterator over the same view resolves it.
 func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, error) {
-	if d.opts.MergeOperator == nil {
-		return nil, d.errNoMergeOperator(key)
+	if rs.cf.opts.MergeOperator == nil {
+		return nil, rs.cf.errNoMergeOperator(key)
 	}
 	rs.refs.Add(1) // taken over by the iterator state
 	it := mergeGetIters.Get().(*Iterator)
-	*it = Iterator{d: d, snap: snap, lower: key,
+	*it = Iterator{d: d, cf: rs.cf, snap: snap, lower: key,
 		upper:      append(append(it.upper[:0], key...), 0),
 		savedKey:   it.savedKey[:0],
 		savedValue: it.savedValue[:0],
@@ -327,7 +329,7 @@ func (it *Iterator) mergeForward() {
 	} else {
 		existing = nil
 	}
-	v, err := it.d.fullMerge(it.savedKey, existing, it.mbuf.operands(true))
+	v, err := it.cf.fullMerge(it.savedKey, existing, it.mbuf.operands(true))
 	if err != nil {
 		it.err, it.valid = err, false
 		return

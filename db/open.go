@@ -197,7 +197,11 @@ func (d *DB) open() error {
 		vs, err = loadVersions(d, vopts)
 		if err == nil {
 			manifest := base.MakeFilename(base.FileKindManifest, vs.ManifestFileNum())
-			err = d.checkTables(vs.Current(), listing.tables, manifest)
+			for _, f := range vs.Families() {
+				if err == nil {
+					err = d.checkTables(f.Current(), listing.tables, manifest)
+				}
+			}
 			if err == nil {
 				err = d.checkLogNumber(vs, listing.logs, listing.tables, manifest)
 			}
