@@ -35,6 +35,10 @@ func (d *DB) deleteObsoleteFilesLocked() {
 	}
 	d.mu.wals = d.mu.wals[n:]
 	d.mu.walStarts = d.mu.walStarts[n:]
+	if n > 0 && len(d.mu.fams) > 1 {
+		// The live WALs shrank: they may be back under max_total_wal_size.
+		d.refreshRoomFreeLocked()
+	}
 }
 
 // minUnflushedLogLocked is the oldest WAL still holding unflushed writes of
