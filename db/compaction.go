@@ -93,7 +93,7 @@ type compaction struct {
 	// the family is dropped meanwhile.
 	version *version.Version
 	kind    compactionKind
-	pick *version.Pick
+	pick    *version.Pick
 	// manual compactions never move trivially.
 	manual bool
 	// bottommost: no level below the output holds a file in the range, so

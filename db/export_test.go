@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/prefix"
 	"github.com/stratadb/strata/table"
 	"github.com/stretchr/testify/require"
@@ -104,4 +105,9 @@ func IsClosing(d *DB) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.mu.closing
+}
+
+// ListColumnFamiliesFS is ListColumnFamilies on fs.
+func ListColumnFamiliesFS(fs vfs.FS, dir string) ([]string, error) {
+	return listColumnFamilies(fs, dir)
 }
