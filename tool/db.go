@@ -9,10 +9,10 @@ import (
 )
 
 func init() {
-	register("db", "scan", "DIR [--hex] [--from=K] [--to=K] [--prefix=P] [--limit=N]", dbScan)
-	register("db", "get", "DIR KEY [--hex]", dbGet)
-	register("db", "put", "DIR KEY VALUE [--hex]", dbPut)
-	register("db", "delete", "DIR KEY [--hex]", dbDelete)
+	registerCF("db", "scan", "DIR [--hex] [--from=K] [--to=K] [--prefix=P] [--limit=N]", dbScan)
+	registerCF("db", "get", "DIR KEY [--hex]", dbGet)
+	registerCF("db", "put", "DIR KEY VALUE [--hex]", dbPut)
+	registerCF("db", "delete", "DIR KEY [--hex]", dbDelete)
 }
 
 // dbScan prints "KEY : VALUE" per live key, as ldb scan.
@@ -52,10 +52,14 @@ func dbScan(t *T, c *cmdline) error {
 		return err
 	}
 	defer d.Close()
+	cf, err := c.family(d, c.args[0])
+	if err != nil {
+		return err
+	}
 	if ro.LowerBound != nil && ro.UpperBound != nil && bytes.Compare(ro.LowerBound, ro.UpperBound) >= 0 {
 		return nil
 	}
-	it := d.NewIterator(ro)
+	it := cf.NewIterator(ro)
 	n := int64(0)
 	for it.SeekToFirst(); it.Valid() && (c.limit < 0 || n < c.limit); it.Next() {
 		fmt.Fprintf(c.out, "%s : %s\n", c.format(it.Key()), c.format(it.Value()))
@@ -82,7 +86,11 @@ func dbGet(t *T, c *cmdline) error {
 		return err
 	}
 	defer d.Close()
-	v, err := d.Get(k, nil)
+	cf, err := c.family(d, c.args[0])
+	if err != nil {
+		return err
+	}
+	v, err := cf.Get(k, nil)
 	if err != nil {
 		return errors.Wrapf(err, "strata: get %q", c.args[1])
 	}
@@ -103,7 +111,7 @@ func dbPut(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	return t.write(c, func(d *db.DB) error { return d.Put(k, v, &db.WriteOptions{Sync: true}) })
+	return t.write(c, func(cf *db.ColumnFamily) error { return cf.Put(k, v, &db.WriteOptions{Sync: true}) })
 }
 
 // dbDelete deletes KEY and prints "OK", as ldb delete.
@@ -115,15 +123,22 @@ func dbDelete(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	return t.write(c, func(d *db.DB) error { return d.Delete(k, &db.WriteOptions{Sync: true}) })
+	return t.write(c, func(cf *db.ColumnFamily) error { return cf.Delete(k, &db.WriteOptions{Sync: true}) })
 }
 
-func (t *T) write(c *cmdline, fn func(d *db.DB) error) error {
+// write opens the database for writing, applies fn to the --column-family
+// family, closes it and prints "OK".
+func (t *T) write(c *cmdline, fn func(cf *db.ColumnFamily) error) error {
 	d, err := t.open(c, c.args[0], true)
 	if err != nil {
 		return err
 	}
-	if err := fn(d); err != nil {
+	cf, err := c.family(d, c.args[0])
+	if err != nil {
+		d.Close()
+		return err
+	}
+	if err := fn(cf); err != nil {
 		d.Close()
 		return errors.Wrapf(err, "strata: writing to %s", c.args[0])
 	}

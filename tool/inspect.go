@@ -21,7 +21,7 @@ func init() {
 	register("db", "space", "DIR [--from=K] [--to=K] [--hex]", dbSpace)
 	register("db", "check", "DIR", dbCheck)
 	register("db", "checkpoint", "DIR DEST", dbCheckpoint)
-	register("db", "compact", "DIR [--from=K] [--to=K] [--hex]", dbCompact)
+	registerCF("db", "compact", "DIR [--from=K] [--to=K] [--hex]", dbCompact)
 	register("sstable", "scan", "FILE|DIR [--hex] [--from=K] [--to=K] [--limit=N]", sstScan)
 	register("sstable", "properties", "FILE|DIR", sstProperties)
 	register("sstable", "layout", "FILE|DIR", sstLayout)
@@ -182,7 +182,7 @@ func dbCompact(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	return t.write(c, func(d *db.DB) error { return d.CompactRange(from, to) })
+	return t.write(c, func(cf *db.ColumnFamily) error { return cf.CompactRange(from, to) })
 }
 
 // tableFiles expands a FILE|DIR argument to table files.

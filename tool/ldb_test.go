@@ -134,7 +134,10 @@ func TestDB_Errors(t *testing.T) {
 	dir := makeDB(t)
 	_, errOut, rc = runTool(t, "db", "scan", dir, "--column-family=users")
 	require.Equal(t, 1, rc)
-	require.Contains(t, errOut, "only the default column family")
+	require.Contains(t, errOut, `has no column family "users"`)
+	_, errOut, rc = runTool(t, "db", "lsm", dir, "--column-family=users")
+	require.Equal(t, 2, rc)
+	require.Contains(t, errOut, "default column family only")
 	require.Equal(t, 0, func() int { _, _, rc := runTool(t, "db", "scan", dir, "--column-family=default"); return rc }())
 
 	_, errOut, rc = runTool(t, "db", "scan", dir, "--merge-operator=NoSuchOperator")

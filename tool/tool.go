@@ -58,12 +58,21 @@ func New(opts ...Option) *T {
 type verb struct {
 	group, name, usage string
 	run                func(t *T, c *cmdline) error
+	// cf: the verb acts on the family --column-family names; the others
+	// refuse any family but the default.
+	cf bool
 }
 
 var verbs []verb
 
 func register(group, name, usage string, run func(t *T, c *cmdline) error) {
-	verbs = append(verbs, verb{group, name, usage, run})
+	verbs = append(verbs, verb{group: group, name: name, usage: usage, run: run})
+}
+
+// registerCF registers a verb that takes --column-family, as the ldb
+// commands of the same name take --column_family.
+func registerCF(group, name, usage string, run func(t *T, c *cmdline) error) {
+	verbs = append(verbs, verb{group: group, name: name, usage: usage + " [--column-family=NAME]", run: run, cf: true})
 }
 
 // Usage writes the list of verbs to w.
@@ -101,6 +110,7 @@ func (t *T) run(args []string, stdout io.Writer) error {
 	for _, v := range verbs {
 		if v.group == args[0] && v.name == args[1] {
 			c := newCmdline(v.group+" "+v.name, stdout)
+			c.cfVerb = v.cf
 			return v.run(t, c.parse(args[2:]))
 		}
 	}
@@ -119,6 +129,7 @@ type cmdline struct {
 	limit              int64
 	mergeOperator      string
 	columnFamily       string
+	cfVerb             bool // the verb takes --column-family
 	printValue, header bool
 	createIfMissing    bool
 	args               []string
@@ -135,7 +146,10 @@ func newCmdline(name string, out io.Writer) *cmdline {
 	fs.StringVar(&c.prefix, "prefix", "", "only keys with this prefix")
 	fs.Int64Var(&c.limit, "limit", -1, "at most this many keys (-1: all)")
 	fs.StringVar(&c.mergeOperator, "merge-operator", "", "merge operator name (db.MergeOperatorByName)")
-	fs.StringVar(&c.columnFamily, "column-family", "default", "column family (only \"default\" for now)")
+	// ldb spells it --column_family; both spellings are accepted so that
+	// ldb command lines carry over.
+	fs.StringVar(&c.columnFamily, "column-family", db.DefaultColumnFamilyName, "column family (db scan, get, put, delete, compact)")
+	fs.StringVar(&c.columnFamily, "column_family", db.DefaultColumnFamilyName, "ldb's spelling of --column-family")
 	fs.BoolVar(&c.printValue, "print-value", false, "wal dump: print values")
 	fs.BoolVar(&c.header, "header", false, "wal dump: print a header line")
 	fs.BoolVar(&c.createIfMissing, "create-if-missing", false, "put: create the database if it does not exist")
@@ -166,11 +180,19 @@ func (c *cmdline) need(n int, what string) error {
 	if len(c.args) != n {
 		return errors.Wrapf(ErrUsage, "strata: want %s, got %d arguments", what, len(c.args))
 	}
-	if c.columnFamily != "default" {
-		return errors.Wrapf(db.ErrInvalidArgument,
-			"strata: --column-family=%q: only the default column family exists", c.columnFamily)
+	if !c.cfVerb && c.columnFamily != db.DefaultColumnFamilyName {
+		return errors.Wrapf(ErrUsage, "strata: --column-family=%q: this verb reads the default column family only", c.columnFamily)
 	}
 	return nil
+}
+
+// family returns the handle of the --column-family family of d.
+func (c *cmdline) family(d *db.DB, dir string) (*db.ColumnFamily, error) {
+	cf := d.ColumnFamily(c.columnFamily)
+	if cf == nil {
+		return nil, errors.Wrapf(db.ErrInvalidArgument, "strata: %s has no column family %q", dir, c.columnFamily)
+	}
+	return cf, nil
 }
 
 // key decodes a key or value argument: hex with --hex (0x prefix optional,

@@ -23,6 +23,8 @@ type bench struct {
 	kg       dbgen.KeyGen
 	seedBase int64
 	rep      *reporter // nil = no -report_file
+	fams     *families // nil = one family
+	cfe      cfEngine  // eng's families, when fams is set
 
 	threadsStarted int64 // seeds thread n of the process with seedBase+n
 
@@ -220,8 +222,10 @@ func (b *bench) newKeys(n int64) [][]byte {
 
 // randomKey fills key from the next draw of t's generator, db_bench's
 // GetRandomKey + GenerateKeyFromInt over the whole -num range.
-func (b *bench) randomKey(t *threadState, key []byte) {
-	b.kg.Fill(key, t.rand.Next()%uint64(max(b.cfg.num, 1)), b.cfg.num)
+func (b *bench) randomKey(t *threadState, key []byte) uint64 {
+	n := t.rand.Next() % uint64(max(b.cfg.num, 1))
+	b.kg.Fill(key, n, b.cfg.num)
+	return n
 }
 
 // duration stops a loop after maxOps ops, or after maxSeconds when that is

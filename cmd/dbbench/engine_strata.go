@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratadb/strata/db"
@@ -17,6 +18,12 @@ type strataEngine struct {
 	d           *db.DB
 	batches     sync.Pool // *db.Batch, reused across Write calls
 	autoCompact bool      // compactions run by themselves
+	// fams are the handles of families [0, len) by db_bench number
+	// (columnFamilyName), replaced whole when CreateFamilies adds some so
+	// that readers need no lock; famMu serializes the creators.
+	fams    atomic.Pointer[[]*db.ColumnFamily]
+	famMu   sync.Mutex
+	famOpts *db.ColumnFamilyOptions
 }
 
 // dbOptions maps the db_bench flags onto Strata's options. A zero Options
@@ -76,15 +83,120 @@ func dbOptions(c *config) *db.Options {
 	if c.compactionStyle == 2 {
 		o.CompactionStyle = db.FIFOCompaction
 	}
+	if c.numColumnFamilies > 1 {
+		// As db_bench's OpenDb: the first hot families, each with the
+		// options of the default one.
+		o.ColumnFamilies = map[string]*db.ColumnFamilyOptions{}
+		for i := 1; i < c.hotFamilies(); i++ {
+			o.ColumnFamilies[columnFamilyName(i)] = familyOptions(o)
+		}
+		o.CreateMissingColumnFamilies = !c.readOnly
+	}
 	return o
 }
 
+// familyOptions returns the per-family fields of o, the options every
+// family gets.
+func familyOptions(o *db.Options) *db.ColumnFamilyOptions {
+	return &db.ColumnFamilyOptions{
+		WriteBufferSize:                  o.WriteBufferSize,
+		MaxWriteBufferNumber:             o.MaxWriteBufferNumber,
+		BloomBitsPerKey:                  o.BloomBitsPerKey,
+		PrefixExtractor:                  o.PrefixExtractor,
+		Compression:                      o.Compression,
+		CompactionStyle:                  o.CompactionStyle,
+		FIFOMaxTableFilesSize:            o.FIFOMaxTableFilesSize,
+		FIFOAllowCompaction:              o.FIFOAllowCompaction,
+		DisableAutoCompactions:           o.DisableAutoCompactions,
+		DisableReadTriggeredCompactions:  o.DisableReadTriggeredCompactions,
+		MergeOperator:                    o.MergeOperator,
+		BlockSize:                        o.BlockSize,
+		IndexType:                        o.IndexType,
+		PartitionFilters:                 o.PartitionFilters,
+		MetadataBlockSize:                o.MetadataBlockSize,
+		Level0FileNumCompactionTrigger:   o.Level0FileNumCompactionTrigger,
+		Level0SlowdownWritesTrigger:      o.Level0SlowdownWritesTrigger,
+		Level0StopWritesTrigger:          o.Level0StopWritesTrigger,
+		TargetFileSizeBase:               o.TargetFileSizeBase,
+		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
+		MaxBytesForLevelMultiplier:       o.MaxBytesForLevelMultiplier,
+		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
+		SoftPendingCompactionBytesLimit:  o.SoftPendingCompactionBytesLimit,
+		HardPendingCompactionBytesLimit:  o.HardPendingCompactionBytesLimit,
+	}
+}
+
 func openStrata(c *config) (engine, error) {
-	d, err := db.Open(c.db, dbOptions(c))
+	o := dbOptions(c)
+	d, err := db.Open(c.db, o)
 	if err != nil {
 		return nil, err
 	}
-	return &strataEngine{d: d, autoCompact: !c.disableAutoCompactions && c.compactionStyle != 2}, nil
+	e := &strataEngine{d: d, autoCompact: !c.disableAutoCompactions && c.compactionStyle != 2,
+		famOpts: familyOptions(o)}
+	if c.numColumnFamilies > 1 {
+		if err := e.CreateFamilies(c.hotFamilies()); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// CreateFamilies finds or creates families [0, n).
+func (e *strataEngine) CreateFamilies(n int) error {
+	e.famMu.Lock()
+	defer e.famMu.Unlock()
+	var fams []*db.ColumnFamily
+	if p := e.fams.Load(); p != nil {
+		fams = append(fams, *p...)
+	}
+	for i := len(fams); i < n; i++ {
+		name := columnFamilyName(i)
+		cf := e.d.ColumnFamily(name)
+		if cf == nil {
+			var err error
+			if cf, err = e.d.CreateColumnFamily(name, e.famOpts); err != nil {
+				return err
+			}
+		}
+		fams = append(fams, cf)
+	}
+	e.fams.Store(&fams)
+	return nil
+}
+
+func (e *strataEngine) family(i int) *db.ColumnFamily { return (*e.fams.Load())[i] }
+
+func (e *strataEngine) WriteCF(cfs []int, keys, vals [][]byte, wo writeOpts) error {
+	o := &db.WriteOptions{Sync: wo.sync, DisableWAL: wo.disableWAL}
+	if len(keys) == 1 {
+		return e.family(cfs[0]).Put(keys[0], vals[0], o)
+	}
+	b, _ := e.batches.Get().(*db.Batch)
+	if b == nil {
+		b = db.NewBatch()
+	}
+	defer func() {
+		b.Reset()
+		e.batches.Put(b)
+	}()
+	for i, k := range keys {
+		b.PutCF(e.family(cfs[i]), k, vals[i])
+	}
+	return e.d.Write(b, o)
+}
+
+func (e *strataEngine) GetCF(cf int, key []byte) ([]byte, bool, error) {
+	v, err := e.family(cf).Get(key, nil)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (e *strataEngine) NewIteratorCF(cf int, ro readOpts) iter {
+	return e.family(cf).NewIterator(&db.ReadOptions{PrefixSameAsStart: ro.prefixSameAsStart, TotalOrderSeek: ro.totalOrderSeek})
 }
 
 func (e *strataEngine) Write(keys, vals [][]byte, wo writeOpts) error {

@@ -81,6 +81,11 @@ type config struct {
 	mergeOperator      string // db_bench's -merge_operator name ("" = none)
 	mergeKeys          int64  // < 0 = num
 	mergeReadPercent   int
+
+	numColumnFamilies    int    // num_column_families
+	numHotColumnFamilies int    // num_hot_column_families; 0 = all
+	cfDistribution       string // column_family_distribution
+	cfProbs              []int  // parsed cfDistribution; nil = uniform
 }
 
 // benchmarkNames lists every accepted -benchmarks name.
@@ -158,6 +163,9 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.BoolVar(&c.mmapRead, "mmap_read", false, "read table files through memory mappings instead of pread (Options.AllowMmapReads, RocksDB's allow_mmap_reads)")
 	fs.BoolVar(&c.concurrentMemWrite, "allow_concurrent_memtable_write", true, "writers that meet in the commit pipeline insert their batches into the memtable concurrently (false: one at a time, Options.DisableConcurrentMemtableWrites)")
 	fs.BoolVar(&c.noReadCompactions, "disable_read_triggered_compactions", false, "ours: no read-triggered (seek) compactions, LevelDB's allowed_seeks rule (Options.DisableReadTriggeredCompactions)")
+	fs.IntVar(&c.numColumnFamilies, "num_column_families", 1, "number of column families: \"default\", then column_family_name_000001, ...")
+	fs.IntVar(&c.numHotColumnFamilies, "num_hot_column_families", 0, "column families taking the operations at a time; write benchmarks create the next set at each of num_column_families/num_hot_column_families stages (0 = all of them, from the start)")
+	fs.StringVar(&c.cfDistribution, "column_family_distribution", "", "comma-separated percentages, summing to 100, one per hot column family: the share of keys each takes (default: uniform)")
 	return fs, benchmarks
 }
 
@@ -229,6 +237,9 @@ func (c *config) validate() error {
 		if ch.bad {
 			return fmt.Errorf("%s", ch.msg)
 		}
+	}
+	if err := c.parseFamilies(); err != nil {
+		return err
 	}
 	if c.readOnly {
 		for _, b := range c.benchmarks {

@@ -58,7 +58,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-merge_operator=max", "-merge_keys=12", "-mergereadpercent=30",
 		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks", "-mmap_read",
 		"-partition_index_and_filters", "-partition_index", "-metadata_block_size=1024",
-		"-cache_high_pri_pool_ratio=0.25")
+		"-cache_high_pri_pool_ratio=0.25", "-num_column_families=3",
+		"-num_hot_column_families=1", "-column_family_distribution=100")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
@@ -75,7 +76,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		reportIntervalSecs: 2, reportFile: "/r.csv", reportPlot: "/p.svg",
 		mergeOperator: "max", mergeKeys: 12, mergeReadPercent: 30, mmapRead: true,
 		partitionIndexFilter: true, partitionIndex: true, metadataBlockSize: 1024,
-		cacheHighPriRatio: 0.25,
+		cacheHighPriRatio: 0.25, numColumnFamilies: 3, numHotColumnFamilies: 1,
+		cfDistribution: "100", cfProbs: []int{100},
 	}
 	require.Equal(t, want, *c)
 }

@@ -16,9 +16,16 @@ func (b *bench) readRandom(t *threadState) error {
 	d := b.newDuration(b.cfg.duration, b.reads)
 	for !d.done(1) {
 		t.rand.Next() // database selector
-		b.randomKey(t, key)
+		n := b.randomKey(t, key)
 		read++
-		v, ok, err := b.eng.Get(key)
+		var v []byte
+		var ok bool
+		var err error
+		if b.fams != nil {
+			v, ok, err = b.cfe.GetCF(b.fams.of(n), key)
+		} else {
+			v, ok, err = b.eng.Get(key)
+		}
 		if err != nil {
 			return fmt.Errorf("Get returned an error: %w", err)
 		}
@@ -64,16 +71,35 @@ func (b *bench) multiReadRandom(t *threadState) error {
 func (b *bench) readSeq(t *threadState) error     { return b.scan(t, false) }
 func (b *bench) readReverse(t *threadState) error { return b.scan(t, true) }
 
-// scan reads up to -reads entries in key order, or in reverse order.
+// scan reads up to -reads entries in key order, or in reverse order; with
+// column families, each hot family in turn (see families).
 func (b *bench) scan(t *threadState, reverse bool) error {
-	it := b.eng.NewIterator(readOpts{totalOrderSeek: b.cfg.totalOrderSeek})
+	ro := readOpts{totalOrderSeek: b.cfg.totalOrderSeek}
+	if b.fams == nil {
+		_, err := b.scanOne(t, b.eng.NewIterator(ro), reverse, b.reads)
+		return err
+	}
+	left := b.reads
+	created := int(b.fams.created.Load())
+	for cf := created - b.fams.hot; cf < created && left > 0; cf++ {
+		n, err := b.scanOne(t, b.cfe.NewIteratorCF(cf, ro), reverse, left)
+		if err != nil {
+			return err
+		}
+		left -= n
+	}
+	return nil
+}
+
+// scanOne reads up to limit entries of it and closes it.
+func (b *bench) scanOne(t *threadState, it iter, reverse bool, limit int64) (int64, error) {
 	var i, nbytes int64
 	if reverse {
 		it.SeekToLast()
 	} else {
 		it.SeekToFirst()
 	}
-	for ; i < b.reads && it.Valid(); i++ {
+	for ; i < limit && it.Valid(); i++ {
 		nbytes += int64(len(it.Key()) + len(it.Value()))
 		t.stats.finishedOps(1, opRead)
 		if reverse {
@@ -83,7 +109,7 @@ func (b *bench) scan(t *threadState, reverse bool) error {
 		}
 	}
 	t.stats.bytes += nbytes
-	return closeIter(it)
+	return i, closeIter(it)
 }
 
 // closeIter closes it and returns its first error.

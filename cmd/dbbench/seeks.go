@@ -20,8 +20,13 @@ func (b *bench) seekRandom(t *threadState) error {
 	var read, found, nbytes int64
 	d := b.newDuration(b.cfg.duration, b.reads)
 	for !d.done(1) {
-		b.randomKey(t, key)
-		it := b.eng.NewIterator(ro)
+		n := b.randomKey(t, key)
+		var it iter
+		if b.fams != nil {
+			it = b.cfe.NewIteratorCF(b.fams.of(n), ro)
+		} else {
+			it = b.eng.NewIterator(ro)
+		}
 		it.Seek(key)
 		read++
 		if it.Valid() && equalKey(it.Key(), key) {

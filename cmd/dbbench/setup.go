@@ -76,6 +76,10 @@ func run(c *config, stdout, stderr io.Writer) (err error) {
 	if b.eng, err = openFunc(c); err != nil {
 		return fmt.Errorf("open %s: %w", b.dir, err)
 	}
+	if err := b.setFamilies(); err != nil {
+		b.eng.Close()
+		return err
+	}
 	var mem *memoryReport
 	defer func() {
 		if cerr := b.eng.Close(); err == nil && cerr != nil {
@@ -192,6 +196,21 @@ func (b *bench) reopenFresh() error {
 		return fmt.Errorf("open %s: %w", b.dir, err)
 	}
 	b.eng = e
+	return b.setFamilies()
+}
+
+// setFamilies starts the family selector over a freshly opened engine:
+// the first hot families exist (Open created them).
+func (b *bench) setFamilies() error {
+	b.fams, b.cfe = newFamilies(b.cfg), nil
+	if b.fams == nil {
+		return nil
+	}
+	cfe, ok := b.eng.(cfEngine)
+	if !ok {
+		return errors.New("-num_column_families > 1: the engine has no column families")
+	}
+	b.cfe = cfe
 	return nil
 }
 

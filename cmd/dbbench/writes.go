@@ -32,9 +32,24 @@ func (b *bench) doWrite(t *threadState, random bool) error {
 	vg := dbgen.NewValueGen(c.compRatio, c.valueSize)
 	keys := b.newKeys(b.batch)
 	vals := make([][]byte, b.batch)
+	var cfs []int
+	var opsPerStage, stage int64
+	if b.fams != nil {
+		cfs = make([]int, b.batch)
+		opsPerStage = b.fams.opsPerStage(numOps)
+	}
 	var next uint64
 	var bytes int64
 	for b.num != 0 && !d.done(b.batch) {
+		if opsPerStage > 0 {
+			// db_bench's Duration::GetStage.
+			if s := min(d.ops, numOps-1) / opsPerStage; s != stage {
+				stage = s
+				if err := b.fams.enterStage(b.cfe, stage); err != nil {
+					return err
+				}
+			}
+		}
 		if random {
 			t.rand.Next() // db_bench's database selector
 		}
@@ -48,8 +63,17 @@ func (b *bench) doWrite(t *threadState, random bool) error {
 			b.kg.Fill(keys[j], v, c.num)
 			vals[j] = vg.Generate(c.valueSize)
 			bytes += int64(c.valueSize + b.keySize)
+			if cfs != nil {
+				cfs[j] = b.fams.of(v)
+			}
 		}
-		if err := b.eng.Write(keys, vals, b.wo); err != nil {
+		var err error
+		if cfs != nil {
+			err = b.cfe.WriteCF(cfs, keys, vals, b.wo)
+		} else {
+			err = b.eng.Write(keys, vals, b.wo)
+		}
+		if err != nil {
 			return fmt.Errorf("put error: %w", err)
 		}
 		t.stats.finishedOps(b.batch, opWrite)
