@@ -221,7 +221,7 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 	}
 	newest := m.seqs[0]
 	if terminated || (keyEnded && bottommost) {
-		v, err := m.d.fullMerge(m.cur, existing, m.ops.operands(true))
+		v, err := m.d.fullMerge(m.op, m.cur, existing, m.ops.operands(true))
 		if err != nil {
 			return false, err
 		}

@@ -162,7 +162,7 @@ func (f *flushMergeIter) mergeRun(k base.InternalKey, stripe int) error {
 			default:
 				return f.queueOperands(ukey)
 			}
-			v, err := f.d.fullMerge(ukey, existing, f.ops.operands(true))
+			v, err := f.d.fullMerge(f.op, ukey, existing, f.ops.operands(true))
 			if err != nil {
 				return err
 			}

@@ -714,7 +714,7 @@ func (it *Iterator) findPrevUserEntry() {
 		if hasBase {
 			existing = nonNil(it.savedValue)
 		}
-		v, err := it.d.fullMerge(it.savedKey, existing, it.mbuf.operands(false))
+		v, err := it.d.fullMerge(it.cf.opts.MergeOperator, it.savedKey, existing, it.mbuf.operands(false))
 		if err != nil {
 			it.err, it.valid = err, false
 			return

@@ -110,9 +110,10 @@ func (d *DB) tableMergeOperator() (name, file string) {
 	return "", ""
 }
 
-// fullMerge runs the configured operator's FullMerge, wrapping its error.
-func (d *DB) fullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
-	op := d.opts.MergeOperator
+// fullMerge runs op, the merge operator of the key's family, wrapping its
+// error. The operator is the family's, not the DB's: each family has its
+// own (or none).
+func (d *DB) fullMerge(op MergeOperator, key, existing []byte, operands [][]byte) ([]byte, error) {
 	if op == nil {
 		return nil, d.errNoMergeOperator(key)
 	}
@@ -245,12 +246,12 @@ var mergeGetIters = sync.Pool{New: func() any { return new(Iterator) }}
 // getMerged answers Get for a key whose newest visible version is a merge
 // operand: an iterator over the same view resolves it.
 func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, error) {
-	if d.opts.MergeOperator == nil {
+	if rs.cf.opts.MergeOperator == nil {
 		return nil, d.errNoMergeOperator(key)
 	}
 	rs.refs.Add(1) // taken over by the iterator state
 	it := mergeGetIters.Get().(*Iterator)
-	*it = Iterator{d: d, snap: snap, lower: key,
+	*it = Iterator{d: d, cf: rs.cf, snap: snap, lower: key,
 		upper:      append(append(it.upper[:0], key...), 0),
 		savedKey:   it.savedKey[:0],
 		savedValue: it.savedValue[:0],
@@ -327,7 +328,7 @@ func (it *Iterator) mergeForward() {
 	} else {
 		existing = nil
 	}
-	v, err := it.d.fullMerge(it.savedKey, existing, it.mbuf.operands(true))
+	v, err := it.d.fullMerge(it.cf.opts.MergeOperator, it.savedKey, existing, it.mbuf.operands(true))
 	if err != nil {
 		it.err, it.valid = err, false
 		return
