@@ -431,6 +431,13 @@ func (d *DB) checkTables(v *version.Version, tables []uint64, manifest string) e
 // Opening it with RocksDB once clears the leftover table.
 func (d *DB) checkLogNumber(vs *version.VersionSet, logs, tables []uint64, manifest string) error {
 	logNum := vs.LogNumber()
+	// With several families, the default family's log number may be long
+	// stale (it had no write since): WALs are deleted on the strength of
+	// the MinLogNumberToKeep that flush edits record, which covers every
+	// family, idle ones included.
+	if m := vs.MinLogNumberToKeep(); m > logNum {
+		logNum = m
+	}
 	for _, n := range logs {
 		if n == logNum {
 			return nil
