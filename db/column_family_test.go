@@ -896,3 +896,135 @@ func TestColumnFamilyCrashDuringFlushWithIdleFamily(t *testing.T) {
 	requireGet(t, c.ColumnFamily("a"), "k0", "v")
 	requireGet(t, c.ColumnFamily("a"), "last", "v")
 }
+
+// Every write method acts on its own family only, directly and through a
+// Batch; CompactRange of one family leaves the others' tables alone.
+func TestColumnFamilyWritesStayInTheirFamily(t *testing.T) {
+	d := openCF(t, vfs.NewMem(), &db.Options{DisableAutoCompactions: true})
+	defer d.Close()
+	a := createCF(t, d, "a", nil)
+	def := d.DefaultColumnFamily()
+	keys := []string{"d1", "r1", "r2", "s1", "bd", "br", "bs"}
+	for _, cf := range []*db.ColumnFamily{def, a} {
+		for _, k := range keys {
+			require.NoError(t, cf.Put([]byte(k), []byte(cf.Name()), nil))
+		}
+	}
+	require.NoError(t, a.Delete([]byte("d1"), nil))
+	require.NoError(t, a.DeleteRange([]byte("r"), []byte("s"), nil))
+	require.NoError(t, a.SingleDelete([]byte("s1"), nil))
+	b := db.NewBatch()
+	b.DeleteCF(a, []byte("bd"))
+	b.DeleteRangeCF(a, []byte("br"), []byte("bs"))
+	b.SingleDeleteCF(a, []byte("bs"))
+	require.Equal(t, 3, b.Count())
+	require.NoError(t, d.Write(b, nil))
+	for _, k := range keys {
+		requireGet(t, def, k, "default")
+		requireMissing(t, a, k)
+	}
+
+	require.NoError(t, def.Flush())
+	require.NoError(t, d.Put([]byte("d2"), []byte("v"), nil))
+	require.NoError(t, def.Flush())
+	require.NoError(t, a.Put([]byte("x"), []byte("v"), nil))
+	require.NoError(t, a.Flush())
+	require.NoError(t, a.Put([]byte("y"), []byte("v"), nil))
+	require.NoError(t, a.Flush())
+	l0 := db.PropNumFilesAtLevelPrefix + "0"
+	require.Equal(t, "2", prop(t, a, l0))
+	require.NoError(t, a.CompactRange(nil, nil))
+	require.Equal(t, "0", prop(t, a, l0))
+	require.Equal(t, "2", prop(t, def, l0))
+	requireGet(t, a, "x", "v")
+	requireGet(t, def, "d2", "v")
+}
+
+// A family named in Options.ColumnFamilies gets those options, over what
+// its OPTIONS section records.
+func TestColumnFamilyOpenNamedOptionsWin(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openCF(t, fs, nil)
+	createCF(t, d, "p", &db.ColumnFamilyOptions{PrefixExtractor: prefix.Fixed(3)})
+	createCF(t, d, "q", &db.ColumnFamilyOptions{PrefixExtractor: prefix.Fixed(4)})
+	require.NoError(t, d.Close())
+
+	d = openCF(t, fs, &db.Options{ColumnFamilies: map[string]*db.ColumnFamilyOptions{
+		"p": {PrefixExtractor: prefix.Capped(2)}}})
+	require.Equal(t, "rocksdb.CappedPrefix.2", prop(t, d.ColumnFamily("p"), db.PropPrefixExtractor))
+	require.Equal(t, "rocksdb.FixedPrefix.4", prop(t, d.ColumnFamily("q"), db.PropPrefixExtractor))
+	require.NoError(t, d.Close())
+	// The OPTIONS file now records the options p was opened with.
+	d = openCF(t, fs, nil)
+	defer d.Close()
+	require.Equal(t, "rocksdb.CappedPrefix.2", prop(t, d.ColumnFamily("p"), db.PropPrefixExtractor))
+}
+
+// A handle of another database is refused.
+func TestColumnFamilyHandleOfAnotherDB(t *testing.T) {
+	d1 := openCF(t, vfs.NewMem(), nil)
+	defer d1.Close()
+	d2 := openCF(t, vfs.NewMem(), nil)
+	defer d2.Close()
+	a := createCF(t, d1, "a", nil)
+	createCF(t, d2, "a", nil)
+	b := db.NewBatch()
+	b.PutCF(a, []byte("k"), []byte("v"))
+	require.ErrorIs(t, d2.Write(b, nil), db.ErrInvalidArgument)
+	require.ErrorIs(t, d2.DropColumnFamily(a), db.ErrInvalidArgument)
+	requireMissing(t, d2.ColumnFamily("a"), "k")
+	require.NoError(t, d1.Write(b, nil))
+	requireGet(t, a, "k", "v")
+}
+
+// Writes to several families, creates and drops may run at the same time
+// (run with -race).
+func TestColumnFamilyConcurrentCreateDropWrite(t *testing.T) {
+	d := openCF(t, vfs.NewMem(), &db.Options{WriteBufferSize: 64 << 10})
+	defer d.Close()
+	fams := []*db.ColumnFamily{d.DefaultColumnFamily(), createCF(t, d, "a", nil), createCF(t, d, "b", nil)}
+	var wg sync.WaitGroup
+	errs := make([]error, len(fams)+1)
+	for i, cf := range fams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 500 {
+				b := db.NewBatch()
+				b.PutCF(cf, fmt.Appendf(nil, "k%04d", j), make([]byte, 100))
+				b.PutCF(fams[(i+1)%len(fams)], fmt.Appendf(nil, "x%d-%04d", i, j), []byte("v"))
+				if err := d.Write(b, nil); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for j := range 20 {
+			cf, err := d.CreateColumnFamily(fmt.Sprintf("tmp%d", j), nil)
+			if err == nil {
+				err = cf.Put([]byte("k"), []byte("v"), nil)
+			}
+			if err == nil {
+				err = d.DropColumnFamily(cf)
+			}
+			if err != nil {
+				errs[len(fams)] = err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	for i, cf := range fams {
+		requireGet(t, cf, "k0499", string(make([]byte, 100)))
+		requireGet(t, fams[(i+1)%len(fams)], fmt.Sprintf("x%d-0499", i), "v")
+	}
+	require.Equal(t, []string{"default", "a", "b"}, familyNames(d))
+	require.Equal(t, uint32(23), createCF(t, d, "last", nil).ID())
+}
