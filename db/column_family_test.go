@@ -5,9 +5,12 @@ package db_test
 // file system is needed (ListColumnFamilies reads the OS's).
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -1027,4 +1030,94 @@ func TestColumnFamilyConcurrentCreateDropWrite(t *testing.T) {
 	}
 	require.Equal(t, []string{"default", "a", "b"}, familyNames(d))
 	require.Equal(t, uint32(23), createCF(t, d, "last", nil).ID())
+}
+
+// rocksdbTool runs RocksDB's tool name (ldb, sst_dump, db_bench) and
+// returns its stdout, skipping the test when rocksdb-tools is not
+// installed (failing under CI, which installs it).
+func rocksdbTool(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found (CI installs it with apt-get install -y rocksdb-tools): %v", name, err)
+		}
+		t.Skipf("%s (RocksDB 7.8.3 rocksdb-tools) is not installed", name)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(p, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "%s %v: %s", name, args, stderr.String())
+	require.NotContains(t, stdout.String(), "Failed", "%s %v", name, args)
+	return stdout.String()
+}
+
+// On disk everything is RocksDB's: ldb reads and writes every family of a
+// Strata database, creates and drops families in it, and every table
+// names its family in its properties.
+func TestColumnFamilyRocksDBTools(t *testing.T) {
+	dir := t.TempDir()
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	a := createCF(t, d, "a", nil)
+	b := createCF(t, d, "b", nil)
+	require.NoError(t, a.Put([]byte("ka"), []byte("flushed"), nil))
+	require.NoError(t, a.Flush())
+	require.NoError(t, a.Put([]byte("kw"), []byte("in-wal"), nil))
+	require.NoError(t, b.Put([]byte("kb"), []byte("vb"), nil))
+	require.NoError(t, b.Flush())
+	require.NoError(t, d.Put([]byte("kd"), []byte("vd"), nil))
+	require.NoError(t, d.Close())
+
+	require.Equal(t, "Column families in "+dir+": \n{default, a, b}\n",
+		rocksdbTool(t, "ldb", "--db="+dir, "list_column_families"))
+	require.Equal(t, "ka : flushed\nkw : in-wal\n", rocksdbTool(t, "ldb", "--db="+dir, "--column_family=a", "scan"))
+	require.Equal(t, "vb\n", rocksdbTool(t, "ldb", "--db="+dir, "--column_family=b", "get", "kb"))
+	props := rocksdbTool(t, "sst_dump", "--file="+dir, "--show_properties")
+	require.Contains(t, props, "column family name: a")
+	require.Contains(t, props, "column family name: b")
+	require.Contains(t, props, "column family ID: 2")
+
+	rocksdbTool(t, "ldb", "--db="+dir, "--column_family=b", "put", "kb2", "from-ldb")
+	rocksdbTool(t, "ldb", "--db="+dir, "create_column_family", "c")
+	rocksdbTool(t, "ldb", "--db="+dir, "--column_family=c", "put", "kc", "vc")
+	rocksdbTool(t, "ldb", "--db="+dir, "drop_column_family", "a")
+
+	names, err := db.ListColumnFamilies(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"default", "b", "c"}, names)
+	d, err = db.Open(dir, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"default", "b", "c"}, familyNames(d))
+	requireGet(t, d.ColumnFamily("b"), "kb", "vb")
+	requireGet(t, d.ColumnFamily("b"), "kb2", "from-ldb")
+	requireGet(t, d.ColumnFamily("c"), "kc", "vc")
+	require.Equal(t, uint32(3), d.ColumnFamily("c").ID())
+	requireGet(t, d.DefaultColumnFamily(), "kd", "vd")
+	require.Equal(t, uint32(4), createCF(t, d, "e", nil).ID())
+	require.NoError(t, d.Close())
+	require.Equal(t, "Column families in "+dir+": \n{default, b, c, e}\n",
+		rocksdbTool(t, "ldb", "--db="+dir, "list_column_families"))
+}
+
+// Strata opens a database db_bench made with several column families.
+func TestColumnFamilyOpenDBBench(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bench")
+	rocksdbTool(t, "db_bench", "-benchmarks=fillseq", "-num=300", "-num_column_families=3",
+		"-db="+dir, "-compression_type=none", "-value_size=20")
+	d, err := db.Open(dir, nil)
+	require.NoError(t, err)
+	defer d.Close()
+	require.Equal(t, []string{"default", "column_family_name_000001", "column_family_name_000002"}, familyNames(d))
+	total := 0
+	for _, cf := range d.ColumnFamilies() {
+		it := cf.NewIterator(nil)
+		for it.SeekToFirst(); it.Valid(); it.Next() {
+			require.Len(t, it.Value(), 20)
+			total++
+		}
+		require.NoError(t, it.Err())
+		require.NoError(t, it.Close())
+	}
+	require.Equal(t, 300, total)
 }
