@@ -1121,3 +1121,54 @@ func TestColumnFamilyOpenDBBench(t *testing.T) {
 	}
 	require.Equal(t, 300, total)
 }
+
+// The OPTIONS file has one section per live family, the default first,
+// then by id; a dropped family's goes.
+func TestColumnFamilyOptionsFileSections(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openCF(t, fs, nil)
+	defer d.Close()
+	createCF(t, d, "zz", nil)
+	mid := createCF(t, d, "mid", nil)
+	createCF(t, d, "aa", nil)
+	require.NoError(t, d.DropColumnFamily(mid))
+	text := readFile(t, fs, latestOptionsFile(t, fs))
+	var titles []string
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "[CFOptions ") {
+			titles = append(titles, strings.TrimSpace(line))
+		}
+	}
+	require.Equal(t, []string{`[CFOptions "default"]`, `[CFOptions "zz"]`, `[CFOptions "aa"]`}, titles)
+	for _, name := range []string{"default", "zz", "aa"} {
+		require.Contains(t, text, `[TableOptions/BlockBasedTable "`+name+`"]`)
+	}
+	require.NotContains(t, text, `"mid"`)
+}
+
+// Refresh moves an iterator to the current state of its own family; after
+// a drop it reports the drop.
+func TestColumnFamilyIteratorRefresh(t *testing.T) {
+	d := openCF(t, vfs.NewMem(), nil)
+	defer d.Close()
+	a := createCF(t, d, "a", nil)
+	require.NoError(t, a.Put([]byte("k1"), []byte("v"), nil))
+	require.NoError(t, d.Put([]byte("other"), []byte("default"), nil))
+	it := a.NewIterator(nil)
+	defer it.Close()
+	require.NoError(t, a.Put([]byte("k2"), []byte("v"), nil))
+	require.NoError(t, it.Refresh())
+	var keys []string
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		keys = append(keys, string(it.Key()))
+	}
+	require.NoError(t, it.Err())
+	require.Equal(t, []string{"k1", "k2"}, keys)
+
+	require.NoError(t, d.DropColumnFamily(a))
+	it.SeekToFirst()
+	require.True(t, it.Valid(), "an iterator opened before the drop keeps reading")
+	require.ErrorIs(t, it.Refresh(), db.ErrInvalidArgument)
+	require.False(t, it.Valid())
+	require.ErrorIs(t, it.Err(), db.ErrInvalidArgument)
+}
