@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -1171,4 +1172,48 @@ func TestColumnFamilyIteratorRefresh(t *testing.T) {
 	require.ErrorIs(t, it.Refresh(), db.ErrInvalidArgument)
 	require.False(t, it.Valid())
 	require.ErrorIs(t, it.Err(), db.ErrInvalidArgument)
+}
+
+// ColumnFamilyOptions fields have the types of the Options fields of the
+// same name, and include those API.md lists.
+func TestColumnFamilyOptionsFields(t *testing.T) {
+	cfo := reflect.TypeFor[db.ColumnFamilyOptions]()
+	o := reflect.TypeFor[db.Options]()
+	for f := range cfo.Fields() {
+		of, ok := o.FieldByName(f.Name)
+		require.True(t, ok, "Options has no field %s", f.Name)
+		require.Equal(t, of.Type, f.Type, "field %s", f.Name)
+	}
+	for _, name := range []string{"WriteBufferSize", "BloomBitsPerKey", "PrefixExtractor", "Compression",
+		"CompactionStyle", "FIFOMaxTableFilesSize", "DisableAutoCompactions", "MergeOperator", "BlockSize",
+		"TargetFileSizeBase", "MaxBytesForLevelBase", "Level0FileNumCompactionTrigger",
+		"Level0SlowdownWritesTrigger", "Level0StopWritesTrigger"} {
+		_, ok := cfo.FieldByName(name)
+		require.True(t, ok, "ColumnFamilyOptions has no field %s", name)
+	}
+	for _, name := range []string{"ColumnFamilies", "CreateMissingColumnFamilies"} {
+		_, ok := o.FieldByName(name)
+		require.True(t, ok, "Options has no field %s", name)
+	}
+}
+
+// Bad family options are refused before anything changes.
+func TestColumnFamilyBadOptions(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openCF(t, fs, nil)
+	_, err := d.CreateColumnFamily("small", &db.ColumnFamilyOptions{WriteBufferSize: 10})
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "small")
+	_, err = d.CreateColumnFamily("", nil)
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
+	require.Equal(t, []string{"default"}, familyNames(d))
+	require.NoError(t, d.Close())
+
+	_, err = tryOpenCF(fs, &db.Options{CreateMissingColumnFamilies: true,
+		ColumnFamilies: map[string]*db.ColumnFamilyOptions{"small": {WriteBufferSize: 10}}})
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "small")
+	d = openCF(t, fs, nil)
+	defer d.Close()
+	require.Equal(t, []string{"default"}, familyNames(d))
 }
