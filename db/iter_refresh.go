@@ -18,8 +18,10 @@ import (
 // bounds and the PrefixSameAsStart prefix of the last seek stay in force.
 // An iterator that is not Valid stays unpositioned.
 //
-// Refresh returns ErrClosed for a closed iterator or database, and the
-// error of a snapshot released since; the iterator is then not Valid.
+// Refresh returns ErrClosed for a closed iterator or database, an
+// ErrInvalidArgument error when the iterator's column family was dropped
+// since, and the error of a snapshot released since; the iterator is then
+// not Valid.
 func (it *Iterator) Refresh() error {
 	if it.closed {
 		return errors.Wrap(ErrClosed, "strata: Refresh of a closed iterator")
@@ -34,6 +36,12 @@ func (it *Iterator) Refresh() error {
 	wasValid, dir := it.valid, it.dir
 	if wasValid {
 		it.refreshKey = append(it.refreshKey[:0], it.Key()...)
+	}
+	// The iterator's own family's view, not the default one's; a dropped
+	// family has none to move to.
+	if err := it.cf.check(d); err != nil {
+		it.valid, it.err = false, err
+		return err
 	}
 	// The read view first, then the sequence number: see readState.
 	rs := it.cf.loadReadState()

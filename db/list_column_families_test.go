@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestListColumnFamilies(t *testing.T) {
+func TestListColumnFamiliesOpenAndClosed(t *testing.T) {
 	dir := t.TempDir()
 	d, err := db.Open(dir, &db.Options{CreateIfMissing: true})
 	require.NoError(t, err)

@@ -124,7 +124,15 @@ func (cf *ColumnFamily) publishReadState(rs *readState) {
 func (d *DB) releaseMemtablesLocked(cf *ColumnFamily) {
 	// The version of the view it replaces: a dropped family's Version
 	// is no longer its VersionSet's to give.
-	rs := &readState{db: d, cf: cf, version: cf.readState.version, closed: true}
+	v := cf.readState.version
+	if cf.dropped.Load() {
+		// A dropped family's view stays installed while the DB lives: with
+		// its last Version it would keep the family's tables live (never
+		// deleted, and left in no version for the next Open). An empty,
+		// free-standing Version keeps the view usable and pins nothing.
+		v = &version.Version{}
+	}
+	rs := &readState{db: d, cf: cf, version: v, closed: true}
 	rs.refs.Store(1)
 	rs.version.Ref()
 	empty := &memTable{MemTable: memtable.New(0), logNum: cf.mu.mem.logNum}

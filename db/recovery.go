@@ -437,6 +437,11 @@ func (d *DB) checkLogNumber(vs *version.VersionSet, logs, tables []uint64, manif
 	for _, f := range vs.Families() {
 		logNum = max(logNum, f.LogNumber())
 	}
+	// Flush edits with several families also record the oldest WAL any
+	// family needs (MinLogNumberToKeep).
+	if m := vs.MinLogNumberToKeep(); m > logNum {
+		logNum = m
+	}
 	for _, n := range logs {
 		if n == logNum {
 			return nil
