@@ -139,10 +139,15 @@ func (o *Options) columnFamilyOptions() ColumnFamilyOptions {
 	}
 }
 
-// withFamily returns o with its per-family fields replaced by c's, the
-// defaults applied and the result validated.
+// withFamily returns o with its per-family fields replaced by c's (nil:
+// all defaults), the defaults applied and the result validated.
 func (o Options) withFamily(c *ColumnFamilyOptions) (Options, error) {
-	if c != nil {
+	if c == nil {
+		// nil means RocksDB's default ColumnFamilyOptions, not the default
+		// family's: Options' per-family fields are that family's own.
+		c = &ColumnFamilyOptions{}
+	}
+	{
 		o.WriteBufferSize = c.WriteBufferSize
 		o.MaxWriteBufferNumber = c.MaxWriteBufferNumber
 		o.BloomBitsPerKey = c.BloomBitsPerKey
