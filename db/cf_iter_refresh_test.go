@@ -12,7 +12,6 @@ import (
 // not the default family (found by the stress tool with
 // -column_families=4).
 func TestColumnFamilyIteratorRefresh(t *testing.T) {
-	t.Skip("BUG: Iterator.Refresh loads the default family's read view (d.loadReadState), not the iterator's family's")
 	d, err := db.Open(t.TempDir(), &db.Options{CreateIfMissing: true})
 	require.NoError(t, err)
 	defer d.Close()

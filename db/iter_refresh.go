@@ -34,7 +34,8 @@ func (it *Iterator) Refresh() error {
 		it.refreshKey = append(it.refreshKey[:0], it.Key()...)
 	}
 	// The read view first, then the sequence number: see readState.
-	rs := d.loadReadState()
+	// The iterator's own family's view: the DB's is the default family's.
+	rs := it.cf.loadReadState()
 	snap, err := d.readSeq(rs, &ReadOptions{Snapshot: it.snapshot})
 	if err != nil {
 		rs.unref()
