@@ -12,6 +12,8 @@ import (
 // with ErrInvalidArgument, the new family must start empty, and the
 // slot's model restarts (Oracle.Forget). No other operation runs (r.mu is
 // held exclusively) and faults are off, so the family list is known.
+// Crash and power-loss mode run without churn (see Config.CFChurnOneIn):
+// their expected state would have to record the family list.
 func (t *thread) churn() {
 	r := t.r
 	r.mu.Lock()
@@ -19,6 +21,13 @@ func (t *thread) churn() {
 	if r.faults != nil {
 		was := r.faults.enable(false)
 		defer r.faults.enable(was)
+		// An earlier injected fault may have left the DB refusing writes
+		// (a failed WAL write): a reopen (verified) clears that, so the
+		// drop and create below, with no faults, must succeed.
+		t.reopenLocked(r.ext)
+		if r.failed.Load() {
+			return
+		}
 	}
 	f := 1 + t.rng.Intn(len(r.names)-1)
 	old := r.cfs[f]
