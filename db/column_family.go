@@ -369,6 +369,9 @@ func (d *DB) DropColumnFamily(cf *ColumnFamily) error {
 			}
 		}
 		ve := &version.Edit{ColumnFamily: cf.id, ColumnFamilyDrop: true}
+		// The WALs only the dropped family needed are deleted below: the
+		// oldest one the others need is recorded first (see checkLogNumber).
+		ve.MinLogNumberToKeep, ve.HasMinLogNumberToKeep = d.minLogToKeepAfterLocked(cf, 1<<64-1), true
 		if err := vs.LogAndApply(ve); err != nil {
 			err = errors.Wrapf(err, "strata: dropping column family %q", cf.name)
 			d.setBgErrLocked(err)
