@@ -375,17 +375,9 @@ func (d *DB) DropColumnFamily(cf *ColumnFamily) error {
 			}
 		}
 		ve := &version.Edit{ColumnFamily: cf.id, ColumnFamilyDrop: true}
-		// The WALs the dropped family alone kept go once it is gone:
-		// record the oldest WAL the others need, as flushes do, so that
-		// Open's check of the log numbers does not look for a WAL that
-		// was rightly deleted (see checkLogNumber).
-		keep := uint64(1<<64 - 1)
-		for _, x := range d.mu.fams {
-			if x != cf {
-				keep = min(keep, x.minUnflushedLogLocked())
-			}
-		}
-		ve.MinLogNumberToKeep, ve.HasMinLogNumberToKeep = keep, true
+		// The WALs only the dropped family needed are deleted below: the
+		// oldest one the others need is recorded first (see checkLogNumber).
+		ve.MinLogNumberToKeep, ve.HasMinLogNumberToKeep = d.minLogToKeepAfterLocked(cf, 1<<64-1), true
 		if err := vs.LogAndApply(ve); err != nil {
 			err = errors.Wrapf(err, "strata: dropping column family %q", cf.name)
 			d.setBgErrLocked(err)

@@ -44,6 +44,7 @@ func (it *Iterator) Refresh() error {
 		return err
 	}
 	// The read view first, then the sequence number: see readState.
+	// The iterator's own family's view: the DB's is the default family's.
 	rs := it.cf.loadReadState()
 	snap, err := d.readSeq(rs, &ReadOptions{Snapshot: it.snapshot})
 	if err != nil {

@@ -429,6 +429,12 @@ func (d *DB) checkTables(v *version.Version, tables []uint64, manifest string) e
 // false alarm in one narrow case: a RocksDB-written directory whose last
 // session recovered WALs, flushed nothing, and crashed during a compaction.
 // Opening it with RocksDB once clears the leftover table.
+//
+// With several families an empty family's log number moves on in memory
+// only (advanceEmptyFamiliesLocked), and WALs are deleted past it: the
+// number that is durable before a WAL goes is then MinLogNumberToKeep,
+// recorded by every flush and drop that may delete WALs. The larger of it
+// and the smallest recorded log number is the WAL that must be there.
 func (d *DB) checkLogNumber(vs *version.VersionSet, logs, tables []uint64, manifest string) error {
 	// The newest log number any family recorded: a family that had no
 	// writes keeps an older one whose WAL may rightly be gone (its log

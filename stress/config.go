@@ -70,6 +70,19 @@ type Config struct {
 	// again.
 	MergeOneIn, SingleDeleteOneIn, IngestOneIn, CheckpointOneIn, IterRefreshOneIn int
 
+	// ColumnFamilies is the number of column families (0 or 1: only the
+	// default one, as before). With N > 1 the DB has "default" and
+	// "cf1".."cf{N-1}": every operation picks one, the oracle keeps one
+	// model per family (key index f*MaxKey+k is key k of family f, and
+	// values carry that index, so a record routed to the wrong family is
+	// caught), batches span 2-3 families.
+	ColumnFamilies int
+	// CFChurnOneIn, with ColumnFamilies > 1, drops a non-default family
+	// and creates a new one in its place with probability 1/N per
+	// operation (0 = never). Off in crash and power-loss mode, whose
+	// oracles assume a fixed family list.
+	CFChurnOneIn int
+
 	// ExpectedLog, when set, persists the oracle (crash mode's child): it is
 	// loaded and verified at start, then every write's intent and outcome is
 	// appended to it.
@@ -97,6 +110,10 @@ func (c Config) WithDefaults() Config {
 	}
 	def(&c.Threads, 4)
 	def(&c.MaxKey, 1000)
+	def(&c.ColumnFamilies, 1)
+	if c.ColumnFamilies == 1 || c.ExpectedLog != "" || c.CrashImageOneIn > 0 {
+		c.CFChurnOneIn = 0
+	}
 	def(&c.ValueSizeMult, 1)
 	if c.ReadPercent+c.PrefixPercent+c.WritePercent+c.DelPercent+c.DelRangePercent+
 		c.IterPercent+c.BatchPercent+c.MultiGetPercent == 0 {

@@ -19,7 +19,7 @@ func (t *thread) merge() {
 	r.Stats.Merges.Add(1)
 	ws := []Write{{Key: t.key(), Merge: true}}
 	t.write("merge", ws, func() error {
-		return r.d.Merge(Key(ws[0].Key), Value(ws[0].Key, ws[0].Version, r.cfg.ValueSizeMult), t.wo())
+		return t.cf().Merge(t.k(ws[0].Key), Value(ws[0].Key, ws[0].Version, r.cfg.ValueSizeMult), t.wo())
 	})
 }
 
@@ -37,10 +37,10 @@ func (t *thread) singleDelete() {
 	}
 	r.Stats.SingleDeletes.Add(1)
 	ws := []Write{{Key: k, Del: true, Single: true}}
-	if !t.writeLocked("single delete", ws, func() error { return r.d.SingleDelete(Key(k), t.wo()) }) {
+	if !t.writeLocked("single delete", ws, func() error { return t.cf().SingleDelete(t.k(k), t.wo()) }) {
 		return
 	}
-	v, err := r.d.Get(Key(k), nil)
+	v, err := t.cf().Get(t.k(k), nil)
 	if found, ok := t.readErr("get after single delete", k, err); ok && found {
 		r.fail(errors.Newf("key %s: found %q right after its single delete (version %d)", Key(k), truncate(v), ws[0].Version))
 	}
@@ -60,9 +60,8 @@ func (r *Runner) fs() vfs.FS {
 // when it returns, uncertain if it fails.
 func (t *thread) ingest() {
 	r := t.r
-	n := r.cfg.MaxKey
 	lo := t.key()
-	hi := min(lo+1+t.rng.Intn(32), n)
+	hi := min(lo+1+t.rng.Intn(32), t.end())
 	keys := make([]int, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		keys = append(keys, i)
@@ -94,7 +93,7 @@ func (t *thread) ingest() {
 	dir := r.cfg.Dir + ".ext"
 	path := filepath.Join(dir, fmt.Sprintf("t%d-%d.sst", t.id, r.Stats.Ops.Load()))
 	move := t.rng.Intn(2) == 0
-	what := fmt.Sprintf("ingest [%s, %s) (%d writes, range deletion [%d, %d), move=%v)", Key(lo), Key(hi), len(ws), da, dbEnd, move)
+	what := fmt.Sprintf("ingest [%s, %s) (%d writes, range deletion [%d, %d), move=%v)", t.k(lo), t.k(hi), len(ws), da, dbEnd, move)
 	t.writeLocked(what, ws, func() error {
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -109,9 +108,9 @@ func (t *thread) ingest() {
 			switch {
 			case w.Key >= da && w.Key < dbEnd:
 			case w.Del:
-				err = x.Delete(Key(w.Key))
+				err = x.Delete(t.k(w.Key))
 			default:
-				err = x.Put(Key(w.Key), Value(w.Key, w.Version, r.cfg.ValueSizeMult))
+				err = x.Put(t.k(w.Key), Value(w.Key, w.Version, r.cfg.ValueSizeMult))
 			}
 			if err != nil {
 				f.Close()
@@ -119,7 +118,7 @@ func (t *thread) ingest() {
 			}
 		}
 		if dbEnd > da {
-			if err := x.DeleteRange(Key(da), Key(dbEnd)); err != nil {
+			if err := x.DeleteRange(t.k(da), t.k(dbEnd)); err != nil {
 				f.Close()
 				return err
 			}
@@ -135,7 +134,7 @@ func (t *thread) ingest() {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		return r.d.Ingest([]string{path}, &db.IngestOptions{Move: move, SkipVerify: t.rng.Intn(2) == 0})
+		return t.cf().Ingest([]string{path}, &db.IngestOptions{Move: move, SkipVerify: t.rng.Intn(2) == 0})
 	})
 }
 
@@ -158,7 +157,7 @@ func (t *thread) checkpoint() {
 	dir := fmt.Sprintf("%s.ckpt%d", r.cfg.Dir, t.id)
 	removeAll(fs, dir)
 	removeAll(fs, dir+".tmp")
-	n := r.cfg.MaxKey
+	n := r.oracle.N()
 	pre := r.oracle.States(0, n)
 	err := r.d.Checkpoint(dir)
 	post := r.oracle.States(0, n)
@@ -178,8 +177,13 @@ func (t *thread) checkpoint() {
 		return
 	}
 	defer c.Close()
+	cfs, err := handles(c, r.names)
+	if err != nil {
+		r.fail(errors.Wrapf(err, "checkpoint %s", dir))
+		return
+	}
 	for i := 0; i < n; i++ {
-		v, err := c.Get(Key(i), nil)
+		v, err := cfs[i/r.cfg.MaxKey].Get(r.key(i), nil)
 		found, ok := t.readErr("checkpoint get", i, err)
 		if !ok {
 			return
@@ -200,16 +204,16 @@ func (t *thread) iterRefresh(ro *db.ReadOptions, lo, hi int, fwd bool) {
 	r := t.r
 	r.Stats.Refreshes.Add(1)
 	pre := r.oracle.States(lo, hi)
-	it := r.d.NewIterator(ro)
+	it := t.cf().NewIterator(ro)
 	defer it.Close()
 	post := r.oracle.States(lo, hi)
-	what := fmt.Sprintf("refresh iterator (thread %d, extractor %q, bounds [%d,%d), total_order_seek=%v)", t.id, r.ext, lo, hi, ro.TotalOrderSeek)
+	what := fmt.Sprintf("refresh iterator (thread %d, family %s, extractor %q, bounds [%d,%d), total_order_seek=%v)", t.id, r.names[t.fam], t.ext(), lo, hi, ro.TotalOrderSeek)
 	t.checkIter(it, fwd, lo, hi, pre, post, what, false, 0)
 	for round := 0; round < 1+t.rng.Intn(3) && !r.failed.Load(); round++ {
 		lo2 := lo + t.rng.Intn(hi-lo)
 		hi2 := lo2 + 1 + t.rng.Intn(hi-lo2)
 		refresh := t.rng.Intn(2) == 0
-		it.SetBounds(Key(lo2), Key(hi2))
+		it.SetBounds(t.k(lo2), t.k(hi2))
 		pre2, post2 := pre[lo2-lo:hi2-lo], post[lo2-lo:hi2-lo]
 		if refresh {
 			pre2 = r.oracle.States(lo2, hi2)

@@ -20,6 +20,7 @@ func (t *thread) crashImage() {
 	n := r.oracle.N()
 	r.mu.RLock()
 	opts, err := r.dbOptions(r.ext)
+	names := r.names
 	r.mu.RUnlock()
 	if err != nil {
 		r.fail(err)
@@ -36,11 +37,16 @@ func (t *thread) crashImage() {
 		return
 	}
 	defer d.Close()
+	cfs, err := handles(d, names)
+	if err != nil {
+		r.fail(errors.Wrap(err, "power loss: crash image"))
+		return
+	}
 	for i := 0; i < n; i++ {
-		v, err := d.Get(Key(i), nil)
+		v, err := cfs[i/r.cfg.MaxKey].Get(r.key(i), nil)
 		found := err == nil
 		if err != nil && !errors.Is(err, db.ErrNotFound) {
-			r.fail(errors.Wrapf(err, "power loss: get %s from crash image", Key(i)))
+			r.fail(errors.Wrapf(err, "power loss: get %s of %s from crash image", r.key(i), names[i/r.cfg.MaxKey]))
 			return
 		}
 		if err := r.check(i, pre[i], post[i], found, v, r.cfg.ValueSizeMult); err != nil {

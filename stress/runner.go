@@ -27,6 +27,7 @@ type Stats struct {
 	Ops, Reads, Writes, Iters, Snapshots, Flushes, Compactions, SetOptions,
 	Swaps, Reopens, Errors, Images atomic.Int64
 	Merges, SingleDeletes, Ingests, Checkpoints, Refreshes atomic.Int64
+	CrossBatches, Churns                                   atomic.Int64
 }
 
 func (s *Stats) String() string {
@@ -34,7 +35,8 @@ func (s *Stats) String() string {
 		s.Ops.Load(), s.Reads.Load(), s.Writes.Load(), s.Iters.Load(), s.Snapshots.Load(), s.Flushes.Load(),
 		s.Compactions.Load(), s.SetOptions.Load(), s.Swaps.Load(), s.Reopens.Load(), s.Errors.Load(), s.Images.Load()) +
 		fmt.Sprintf(" merges=%d single_deletes=%d ingests=%d checkpoints=%d refreshes=%d",
-			s.Merges.Load(), s.SingleDeletes.Load(), s.Ingests.Load(), s.Checkpoints.Load(), s.Refreshes.Load())
+			s.Merges.Load(), s.SingleDeletes.Load(), s.Ingests.Load(), s.Checkpoints.Load(), s.Refreshes.Load()) +
+		fmt.Sprintf(" cross_family_batches=%d cf_churns=%d", s.CrossBatches.Load(), s.Churns.Load())
 }
 
 // Runner drives one stress run.
@@ -47,9 +49,20 @@ type Runner struct {
 	// exclusively, so an operation knows the DB and extractor in force.
 	mu      sync.RWMutex
 	d       *db.DB
-	ext     string // current extractor spec, "" = none
+	ext     string // current extractor spec of the default family, "" = none
 	dbGen   int
 	options *db.Options
+
+	// The column families, by slot: names[f] is the family of key indexes
+	// [f*MaxKey, (f+1)*MaxKey), cfs[f] its handle in d, cfExt[f] its
+	// extractor (slot 0: ext), slotGen[f] counts the drops of slot f (a
+	// snapshot's saved states of a dropped family no longer apply).
+	// Guarded by mu as d is.
+	names    []string
+	cfs      []*db.ColumnFamily
+	cfExt    []string
+	slotGen  []int
+	nextName int
 
 	failOnce sync.Once
 	failErr  error
@@ -65,6 +78,16 @@ func NewRunner(cfg Config) *Runner {
 	if cfg.PrefixSize > 0 {
 		r.ext = "fixed:" + strconv.Itoa(cfg.PrefixSize)
 	}
+	for f := 0; f < cfg.ColumnFamilies; f++ {
+		name := "default"
+		if f > 0 {
+			name = "cf" + strconv.Itoa(f)
+		}
+		r.names = append(r.names, name)
+		r.cfExt = append(r.cfExt, r.ext)
+		r.slotGen = append(r.slotGen, 0)
+	}
+	r.nextName = cfg.ColumnFamilies
 	return r
 }
 
@@ -115,8 +138,60 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		}
 		o.PrefixExtractor = e
 	}
+	if len(r.names) > 1 {
+		o.ColumnFamilies = map[string]*db.ColumnFamilyOptions{}
+		o.CreateMissingColumnFamilies = true
+		for f, name := range r.names[1:] {
+			co, err := r.cfOptions(o, r.cfExt[f+1])
+			if err != nil {
+				return nil, err
+			}
+			o.ColumnFamilies[name] = co
+		}
+	}
 	return o, nil
 }
+
+// cfOptions returns the options of a non-default family: the default
+// family's (o) with extractor ext.
+func (r *Runner) cfOptions(o *db.Options, ext string) (*db.ColumnFamilyOptions, error) {
+	co := &db.ColumnFamilyOptions{
+		WriteBufferSize:                  o.WriteBufferSize,
+		BloomBitsPerKey:                  o.BloomBitsPerKey,
+		Compression:                      o.Compression,
+		CompactionStyle:                  o.CompactionStyle,
+		FIFOMaxTableFilesSize:            o.FIFOMaxTableFilesSize,
+		MergeOperator:                    o.MergeOperator,
+		IndexType:                        o.IndexType,
+		PartitionFilters:                 o.PartitionFilters,
+		MetadataBlockSize:                o.MetadataBlockSize,
+		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
+		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
+	}
+	if ext != "" {
+		e, err := prefix.Parse(ext)
+		if err != nil {
+			return nil, err
+		}
+		co.PrefixExtractor = e
+	}
+	return co, nil
+}
+
+// handles returns d's handles of the families names, by slot.
+func handles(d *db.DB, names []string) ([]*db.ColumnFamily, error) {
+	cfs := make([]*db.ColumnFamily, len(names))
+	for f, name := range names {
+		if cfs[f] = d.ColumnFamily(name); cfs[f] == nil {
+			return nil, errors.Newf("column family %q missing after open", name)
+		}
+	}
+	return cfs, nil
+}
+
+// cfOf returns the family of key index i; key returns its key there.
+func (r *Runner) cfOf(i int) *db.ColumnFamily { return r.cfs[i/r.cfg.MaxKey] }
+func (r *Runner) key(i int) []byte            { return Key(i % r.cfg.MaxKey) }
 
 func (r *Runner) openLocked() error {
 	o, err := r.dbOptions(r.ext)
@@ -127,7 +202,12 @@ func (r *Runner) openLocked() error {
 	if err != nil {
 		return errors.Wrapf(err, "open %s", r.cfg.Dir)
 	}
-	r.d, r.options = d, o
+	cfs, err := handles(d, r.names)
+	if err != nil {
+		d.Close()
+		return err
+	}
+	r.d, r.options, r.cfs = d, o, cfs
 	r.dbGen++
 	return nil
 }
@@ -140,13 +220,13 @@ func (r *Runner) Run() error {
 	cfg := r.cfg
 	var inflight []InFlight
 	if cfg.ExpectedLog != "" {
-		o, inf, err := LoadOracle(cfg.ExpectedLog, cfg.MaxKey)
+		o, inf, err := LoadOracle(cfg.ExpectedLog, cfg.MaxKey*cfg.ColumnFamilies)
 		if err != nil {
 			return err
 		}
 		r.oracle, inflight = o, inf
 	} else {
-		r.oracle = NewOracle(cfg.MaxKey)
+		r.oracle = NewOracle(cfg.MaxKey * cfg.ColumnFamilies)
 	}
 	if cfg.FaultOneIn > 0 {
 		r.faults = newFaultInjector(cfg.FS, cfg.Seed, cfg.FaultOneIn)
@@ -237,6 +317,7 @@ func (r *Runner) reopenLocked(ext string) error {
 		return errors.Wrap(err, "close before reopen")
 	}
 	r.ext = ext
+	r.cfExt[0] = ext
 	r.Stats.Reopens.Add(1)
 	return r.openLocked()
 }
@@ -251,7 +332,7 @@ func (r *Runner) verifyAll(inflight []InFlight) error {
 	vers := make([]uint32, n)
 	for i := 0; i < n; i++ {
 		s := r.oracle.State(i)
-		v, err := r.d.Get(Key(i), nil)
+		v, err := r.cfOf(i).Get(r.key(i), nil)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
 		case err != nil:
@@ -346,13 +427,35 @@ type thread struct {
 	rng   *rand.Rand
 	id    int
 	snaps []heldSnapshot
+	// fam is the family of the current operation, base its first key
+	// index (fam*MaxKey).
+	fam, base int
 }
 
 type heldSnapshot struct {
-	snap   *db.Snapshot
-	gen    int
-	lo, hi int
-	states []KeyState
+	snap         *db.Snapshot
+	gen          int
+	fam, slotGen int
+	lo, hi       int // key indexes, in family fam
+	states       []KeyState
+}
+
+// setFam makes f the family of the operation.
+func (t *thread) setFam(f int) { t.fam, t.base = f, f*t.r.cfg.MaxKey }
+
+// cf is the operation's family (r.mu held).
+func (t *thread) cf() *db.ColumnFamily { return t.r.cfs[t.fam] }
+
+// k is the key of key index i, in the operation's family; i may be one
+// past its last index (an exclusive bound).
+func (t *thread) k(i int) []byte { return Key(i - t.base) }
+
+// ext is the extractor of the operation's family.
+func (t *thread) ext() string {
+	if t.fam == 0 {
+		return t.r.ext
+	}
+	return t.r.cfExt[t.fam]
 }
 
 func (t *thread) run(deadline time.Time) {
@@ -384,6 +487,15 @@ func (t *thread) op() {
 	cfg := &r.cfg
 	total := r.opCount.Add(1)
 	r.Stats.Ops.Add(1)
+	if cfg.ColumnFamilies > 1 {
+		// Only with families, so that a seed's operations stay the same
+		// without them.
+		t.setFam(t.rng.Intn(cfg.ColumnFamilies))
+		if t.oneIn(cfg.CFChurnOneIn) {
+			t.churn()
+			return
+		}
+	}
 	if cfg.Reopen > 0 && total%int64(cfg.Reopen) == 0 {
 		t.reopen()
 		return
@@ -401,7 +513,7 @@ func (t *thread) op() {
 	switch {
 	case t.oneIn(cfg.FlushOneIn):
 		r.Stats.Flushes.Add(1)
-		t.expectOK("flush", r.d.Flush())
+		t.expectOK("flush", t.cf().Flush())
 		return
 	case t.oneIn(cfg.CompactRangeOneIn):
 		t.compactRange()
@@ -459,7 +571,10 @@ func (t *thread) expectOK(what string, err error) bool {
 	return false
 }
 
-func (t *thread) key() int { return t.rng.Intn(t.r.cfg.MaxKey) }
+func (t *thread) key() int { return t.base + t.rng.Intn(t.r.cfg.MaxKey) }
+
+// end is the end of the operation's family's key indexes.
+func (t *thread) end() int { return t.base + t.r.cfg.MaxKey }
 
 func (t *thread) wo() *db.WriteOptions {
 	return &db.WriteOptions{Sync: t.r.cfg.Sync || t.r.cfg.CrashImageOneIn > 0, DisableWAL: t.r.cfg.DisableWAL}
@@ -504,30 +619,41 @@ func (t *thread) writeLocked(what string, ws []Write, do func() error) bool {
 func (t *thread) put() {
 	ws := []Write{{Key: t.key()}}
 	t.write("put", ws, func() error {
-		return t.r.d.Put(Key(ws[0].Key), Value(ws[0].Key, ws[0].Version, t.r.cfg.ValueSizeMult), t.wo())
+		return t.cf().Put(t.k(ws[0].Key), Value(ws[0].Key, ws[0].Version, t.r.cfg.ValueSizeMult), t.wo())
 	})
 }
 
 func (t *thread) del() {
 	ws := []Write{{Key: t.key(), Del: true}}
-	t.write("delete", ws, func() error { return t.r.d.Delete(Key(ws[0].Key), t.wo()) })
+	t.write("delete", ws, func() error { return t.cf().Delete(t.k(ws[0].Key), t.wo()) })
 }
 
 func (t *thread) delRange() {
 	s := t.key()
-	e := min(s+1+t.rng.Intn(8), t.r.cfg.MaxKey)
+	e := min(s+1+t.rng.Intn(8), t.end())
 	var ws []Write
 	for i := s; i < e; i++ {
 		ws = append(ws, Write{Key: i, Del: true})
 	}
-	t.write("delete range", ws, func() error { return t.r.d.DeleteRange(Key(s), Key(e), t.wo()) })
+	t.write("delete range", ws, func() error { return t.cf().DeleteRange(t.k(s), t.k(e), t.wo()) })
 }
 
 func (t *thread) batch() {
 	n := 2 + t.rng.Intn(5)
 	set := map[int]bool{}
+	// With families, the batch spans 2-3 of them (the operation's and
+	// others): it must be atomic across them.
+	fams := []int{t.fam}
+	if nf := t.r.cfg.ColumnFamilies; nf > 1 {
+		for _, f := range t.rng.Perm(nf)[:min(nf, 2+t.rng.Intn(2))] {
+			if f != t.fam {
+				fams = append(fams, f)
+			}
+		}
+		t.r.Stats.CrossBatches.Add(1)
+	}
 	for len(set) < n && len(set) < t.r.cfg.MaxKey {
-		set[t.key()] = true
+		set[fams[len(set)%len(fams)]*t.r.cfg.MaxKey+t.rng.Intn(t.r.cfg.MaxKey)] = true
 	}
 	var ws []Write
 	for k := range set {
@@ -539,12 +665,13 @@ func (t *thread) batch() {
 	t.write("batch", ws, func() error {
 		b := db.NewBatch()
 		for _, w := range ws {
+			cf, k := t.r.cfOf(w.Key), t.r.key(w.Key)
 			if w.Del {
-				b.Delete(Key(w.Key))
+				b.DeleteCF(cf, k)
 			} else if w.Merge {
-				b.Merge(Key(w.Key), Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
+				b.MergeCF(cf, k, Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
 			} else {
-				b.Put(Key(w.Key), Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
+				b.PutCF(cf, k, Value(w.Key, w.Version, t.r.cfg.ValueSizeMult))
 			}
 		}
 		return t.r.d.Write(b, t.wo())
@@ -569,14 +696,14 @@ func (t *thread) get() {
 	i := t.key()
 	r.Stats.Reads.Add(1)
 	pre := r.oracle.State(i)
-	v, err := r.d.Get(Key(i), nil)
+	v, err := t.cf().Get(t.k(i), nil)
 	post := r.oracle.State(i)
 	found, ok := t.readErr("get", i, err)
 	if !ok {
 		return
 	}
 	if err := r.check(i, pre, post, found, v, r.cfg.ValueSizeMult); err != nil {
-		r.fail(errors.Wrapf(err, "get (thread %d, extractor %q)", t.id, r.ext))
+		r.fail(errors.Wrapf(err, "get (thread %d, family %s, extractor %q)", t.id, r.names[t.fam], t.ext()))
 	}
 }
 
@@ -588,11 +715,11 @@ func (t *thread) multiGet() {
 	pre := make([]KeyState, n)
 	for j := range idx {
 		idx[j] = t.key()
-		keys[j] = Key(idx[j])
+		keys[j] = t.k(idx[j])
 		pre[j] = r.oracle.State(idx[j])
 	}
 	r.Stats.Reads.Add(1)
-	vals, errs := r.d.MultiGet(keys, nil)
+	vals, errs := t.cf().MultiGet(keys, nil)
 	for j, i := range idx {
 		post := r.oracle.State(i)
 		found, ok := t.readErr("multiget", i, errs[j])
@@ -600,7 +727,7 @@ func (t *thread) multiGet() {
 			continue
 		}
 		if err := r.check(i, pre[j], post, found, vals[j], r.cfg.ValueSizeMult); err != nil {
-			r.fail(errors.Wrapf(err, "multiget of %d keys (thread %d, extractor %q)", n, t.id, r.ext))
+			r.fail(errors.Wrapf(err, "multiget of %d keys (thread %d, family %s, extractor %q)", n, t.id, r.names[t.fam], t.ext()))
 			return
 		}
 	}
@@ -610,12 +737,12 @@ func (t *thread) compactRange() {
 	r := t.r
 	r.Stats.Compactions.Add(1)
 	if t.rng.Intn(3) == 0 {
-		t.expectOK("compact range (all)", r.d.CompactRange(nil, nil))
+		t.expectOK("compact range (all)", t.cf().CompactRange(nil, nil))
 		return
 	}
 	s := t.key()
-	e := min(s+1+t.rng.Intn(r.cfg.MaxKey/4+1), r.cfg.MaxKey)
-	t.expectOK(fmt.Sprintf("compact range [%s, %s)", Key(s), Key(e)), r.d.CompactRange(Key(s), Key(e)))
+	e := min(s+1+t.rng.Intn(r.cfg.MaxKey/4+1), t.end())
+	t.expectOK(fmt.Sprintf("compact range [%s, %s) of %s", t.k(s), t.k(e), r.names[t.fam]), t.cf().CompactRange(t.k(s), t.k(e)))
 }
 
 func (t *thread) setOptions() {
@@ -629,13 +756,13 @@ func (t *thread) setOptions() {
 		m = map[string]string{"disable_auto_compactions": strconv.FormatBool(t.rng.Intn(4) == 0)}
 	default:
 		// A bad value must be refused with ErrInvalidArgument.
-		err := r.d.SetOptions(map[string]string{"write_buffer_size": "-1"})
+		err := t.cf().SetOptions(map[string]string{"write_buffer_size": "-1"})
 		if !errors.Is(err, db.ErrInvalidArgument) {
 			r.fail(errors.Newf("set_options write_buffer_size=-1: got %v, want ErrInvalidArgument", err))
 		}
 		return
 	}
-	t.expectOK(fmt.Sprintf("set_options %v", m), r.d.SetOptions(m))
+	t.expectOK(fmt.Sprintf("set_options %v", m), t.cf().SetOptions(m))
 }
 
 // swapExtractor changes the prefix extractor with SetOptions, or by a
@@ -646,13 +773,19 @@ func (t *thread) swapExtractor() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Stats.Swaps.Add(1)
-	if t.rng.Intn(4) == 0 {
+	if t.fam == 0 && t.rng.Intn(4) == 0 {
 		t.reopenLocked(ext)
 		return
 	}
 	m := map[string]string{"prefix_extractor": ext}
-	if t.expectOK("set_options prefix_extractor="+ext, r.d.SetOptions(m)) {
-		r.ext = ext
+	set := func() {
+		if t.fam == 0 {
+			r.ext = ext
+		}
+		r.cfExt[t.fam] = ext
+	}
+	if t.expectOK("set_options prefix_extractor="+ext+" on "+r.names[t.fam], t.cf().SetOptions(m)) {
+		set()
 		return
 	}
 	// A failed SetOptions may have applied the change anyway (the OPTIONS
@@ -660,11 +793,11 @@ func (t *thread) swapExtractor() {
 	// extractor in force is known.
 	was := r.faults.enable(false)
 	defer r.faults.enable(was)
-	if err := r.d.SetOptions(m); err != nil && !errors.Is(err, db.ErrClosed) {
+	if err := t.cf().SetOptions(m); err != nil && !errors.Is(err, db.ErrClosed) {
 		r.fail(errors.Wrapf(err, "set_options prefix_extractor=%q without faults", ext))
 		return
 	}
-	r.ext = ext
+	set()
 }
 
 func (t *thread) reopen() {
@@ -702,7 +835,7 @@ func (t *thread) takeSnapshot() {
 		t.checkSnapshot()
 	}
 	lo := t.key()
-	hi := min(lo+1+t.rng.Intn(16), r.cfg.MaxKey)
+	hi := min(lo+1+t.rng.Intn(16), t.end())
 	keys := make([]int, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		keys = append(keys, i)
@@ -712,7 +845,7 @@ func (t *thread) takeSnapshot() {
 	states := r.oracle.States(lo, hi)
 	r.oracle.UnlockKeys(keys)
 	r.Stats.Snapshots.Add(1)
-	t.snaps = append(t.snaps, heldSnapshot{snap: s, gen: r.dbGen, lo: lo, hi: hi, states: states})
+	t.snaps = append(t.snaps, heldSnapshot{snap: s, gen: r.dbGen, fam: t.fam, slotGen: r.slotGen[t.fam], lo: lo, hi: hi, states: states})
 }
 
 // checkSnapshot reads the keys of the oldest held snapshot through it, by
@@ -726,10 +859,15 @@ func (t *thread) checkSnapshot() {
 	if h.gen != r.dbGen {
 		return // the DB was reopened since: the snapshot is gone
 	}
+	if h.slotGen != r.slotGen[h.fam] {
+		return // its family was dropped since
+	}
+	defer t.setFam(t.fam)
+	t.setFam(h.fam)
 	ro := &db.ReadOptions{Snapshot: h.snap}
 	if t.rng.Intn(2) == 0 {
 		for i := h.lo; i < h.hi; i++ {
-			v, err := r.d.Get(Key(i), ro)
+			v, err := t.cf().Get(t.k(i), ro)
 			found, ok := t.readErr("snapshot get", i, err)
 			if !ok {
 				continue
@@ -742,8 +880,8 @@ func (t *thread) checkSnapshot() {
 		}
 		return
 	}
-	ro.LowerBound, ro.UpperBound = Key(h.lo), Key(h.hi)
-	it := r.d.NewIterator(ro)
+	ro.LowerBound, ro.UpperBound = t.k(h.lo), t.k(h.hi)
+	it := t.cf().NewIterator(ro)
 	defer it.Close()
 	fwd := t.rng.Intn(2) == 0
 	t.checkIter(it, fwd, h.lo, h.hi, h.states, h.states, "iterate at snapshot", false, 0)
@@ -778,10 +916,10 @@ func (t *thread) iter(prefixMode bool) {
 	seek := lo + t.rng.Intn(hi-lo)
 	useSeek := prefixMode || t.rng.Intn(2) == 0
 	if !prefixMode && t.oneIn(r.cfg.IterRefreshOneIn) {
-		t.iterRefresh(ro, lo, hi, fwd)
+		t.iterRefresh(ro, t.base+lo, t.base+hi, fwd)
 		return
 	}
-	ext := r.ext
+	ext := t.ext()
 	plo, phi := lo, hi
 	if prefixMode && ext != "" {
 		e, _ := prefix.Parse(ext)
@@ -802,13 +940,14 @@ func (t *thread) iter(prefixMode bool) {
 			plo, phi = max(lo, a), min(hi, b)
 		}
 	}
-	pre := r.oracle.States(plo, phi)
-	it := r.d.NewIterator(ro)
+	b := t.base
+	pre := r.oracle.States(b+plo, b+phi)
+	it := t.cf().NewIterator(ro)
 	defer it.Close()
-	post := r.oracle.States(plo, phi)
-	what := fmt.Sprintf("iterator (thread %d, extractor %q, bounds [%d,%d), prefix_same_as_start=%v, total_order_seek=%v, fwd=%v, seek=%v to %d)",
-		t.id, ext, lo, hi, prefixMode, ro.TotalOrderSeek, fwd, useSeek, seek)
-	t.checkIter(it, fwd, plo, phi, pre, post, what, useSeek, seek)
+	post := r.oracle.States(b+plo, b+phi)
+	what := fmt.Sprintf("iterator (thread %d, family %s, extractor %q, bounds [%d,%d), prefix_same_as_start=%v, total_order_seek=%v, fwd=%v, seek=%v to %d)",
+		t.id, r.names[t.fam], ext, lo, hi, prefixMode, ro.TotalOrderSeek, fwd, useSeek, seek)
+	t.checkIter(it, fwd, b+plo, b+phi, pre, post, what, useSeek, b+seek)
 }
 
 // checkIter positions it (SeekToFirst/SeekToLast, or Seek/SeekForPrev to
@@ -819,13 +958,13 @@ func (t *thread) checkIter(it *db.Iterator, fwd bool, lo, hi int, pre, post []Ke
 	var cur int // next expected index (fwd) or last+1 (backward)
 	switch {
 	case fwd && useSeek:
-		it.Seek(Key(seek))
+		it.Seek(t.k(seek))
 		cur = max(seek, lo)
 	case fwd:
 		it.SeekToFirst()
 		cur = lo
 	case useSeek:
-		it.SeekForPrev(Key(seek))
+		it.SeekForPrev(t.k(seek))
 		cur = min(seek+1, hi)
 	default:
 		it.SeekToLast()
@@ -865,6 +1004,7 @@ func (t *thread) checkIter(it *db.Iterator, fwd bool, lo, hi int, pre, post []Ke
 			r.fail(errors.Wrapf(err, "%s", what))
 			return
 		}
+		i += t.base
 		if (fwd && (i < cur || i >= hi)) || (!fwd && (i >= cur || i < lo)) {
 			r.fail(errors.Newf("%s: yielded key %s outside the expected range / order (next expected %d, range [%d,%d))", what, Key(i), cur, lo, hi))
 			return

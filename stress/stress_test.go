@@ -229,26 +229,35 @@ func TestCrash(t *testing.T) {
 			c := Config{Seed: seed, Threads: 4, MaxKey: 300, Dir: filepath.Join(dir, "db"),
 				ExpectedLog: filepath.Join(dir, "expected"), WriteBufferSize: 16 << 10, Sync: sync, DisableWAL: mode.disableWAL,
 				FlushOneIn: 200, CompactRangeOneIn: 400, SnapshotOneIn: 50, SwapExtractorOneIn: 200, PrefixSize: 6}
-			var log strings.Builder
-			st, err := RunCrash(CrashConfig{Seed: seed, Cycles: 4 * scale(), MaxWait: 400 * time.Millisecond, Log: &log,
-				Child: func(i int, verifyOnly bool) *exec.Cmd {
-					cc := c
-					cc.Seed = seed + int64(i)
-					if verifyOnly {
-						cc.OpsPerThread, cc.Duration = 0, 0
-					} else {
-						cc.Duration = time.Hour
-					}
-					js, _ := json.Marshal(cc)
-					cmd := exec.Command(os.Args[0], "-test.run=^$")
-					cmd.Env = append(os.Environ(), childEnv+"="+string(js))
-					return cmd
-				}})
-			require.NoError(t, err, "%s", log.String())
-			t.Logf("seed %d: %+v", seed, st)
-			require.Positive(t, st.Kills+st.KillPoints)
+			runCrashTest(t, c, 4*scale())
 		})
 	}
+}
+
+// runCrashTest runs cycles kill cycles of children running c (this test
+// binary re-executed), each with its own seed, and a last verifying child.
+func runCrashTest(t *testing.T, c Config, cycles int) CrashStats {
+	t.Helper()
+	seed := c.Seed
+	var log strings.Builder
+	st, err := RunCrash(CrashConfig{Seed: seed, Cycles: cycles, MaxWait: 400 * time.Millisecond, Log: &log,
+		Child: func(i int, verifyOnly bool) *exec.Cmd {
+			cc := c
+			cc.Seed = seed + int64(i)
+			if verifyOnly {
+				cc.OpsPerThread, cc.Duration = 0, 0
+			} else {
+				cc.Duration = time.Hour
+			}
+			js, _ := json.Marshal(cc)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+string(js))
+			return cmd
+		}})
+	require.NoError(t, err, "%s", log.String())
+	t.Logf("seed %d: %+v", seed, st)
+	require.Positive(t, st.Kills+st.KillPoints)
+	return st
 }
 
 // TestBinaryKeys checks that binary keys decode, sort as their indexes do,

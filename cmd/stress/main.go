@@ -89,6 +89,8 @@ func run(args []string) int {
 	fs.IntVar(&c.IngestOneIn, "ingest_external_file_one_in", 400, "write an external file over a locked key range and Ingest it, 1/N per op; -1 = never")
 	fs.IntVar(&c.CheckpointOneIn, "checkpoint_one_in", 3000, "Checkpoint, open and verify it, 1/N per op; -1 = never")
 	fs.IntVar(&c.IterRefreshOneIn, "iter_refresh_one_in", 3, "per iterator op: SetBounds and Refresh and check again, 1/N; -1 = never")
+	fs.IntVar(&c.ColumnFamilies, "column_families", 1, "column families: default and cf1..cf{N-1}; each op picks one, batches span 2-3")
+	fs.IntVar(&c.CFChurnOneIn, "cf_churn", 0, "with -column_families > 1: drop a non-default family and create a new one 1/N per op (0 = never; off with -crash and -powerloss)")
 	fs.IntVar(&c.FaultOneIn, "fault_one_in", 0, "fault injection: fail each read/write/sync/rename/remove with probability 1/N")
 	fs.BoolVar(&powerloss, "powerloss", false, "power-loss mode: in-memory FS, Sync writes, verified crash images")
 	fs.IntVar(&c.CrashImageOneIn, "crash_image_one_in", 300, "power-loss mode: take a crash image 1/N per op")
