@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/prefix"
+	"github.com/stratadb/strata/vfs"
 )
 
 // DefaultColumnFamilyName is the name of the column family every database
@@ -207,6 +208,24 @@ func (cf *ColumnFamily) check(d *DB) error {
 		return errors.Wrapf(ErrInvalidArgument, "strata: column family %q (id %d) was dropped", cf.name, cf.id)
 	}
 	return nil
+}
+
+// ListColumnFamilies returns the names of the column families the database
+// in dir (on the operating system's file system) records, "default" first,
+// then by ID: RocksDB's DB::ListColumnFamilies. It only replays the MANIFEST
+// CURRENT names, writing nothing, so it may be called while the database is
+// open (a record being written then is torn, and dropped as a crash would).
+func ListColumnFamilies(dir string) ([]string, error) {
+	vs, err := version.Load(vfs.Default, dir, version.Options{})
+	if err != nil {
+		return nil, errors.Wrapf(err, "strata: ListColumnFamilies of %s", dir)
+	}
+	defer vs.Close()
+	var names []string
+	for _, f := range vs.Families() {
+		names = append(names, f.Name())
+	}
+	return names, nil
 }
 
 // DefaultColumnFamily returns the handle of the default family, the one the

@@ -1,0 +1,436 @@
+package db
+
+// RocksDB 7.8.3 column-family compatibility: Strata opens the multi-family
+// directories RocksDB wrote (testdata/rocksdb-cf, see its README.md) and
+// reads exactly what ldb reads; RocksDB's ldb and sst_dump read and write the
+// families of directories Strata wrote. Tests that run a RocksDB tool skip
+// when it is missing, except under CI=true (.ci/run installs rocksdb-tools).
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stratadb/strata/table"
+	"github.com/stretchr/testify/require"
+)
+
+const compatCFFixtures = "testdata/rocksdb-cf"
+
+// compatCFShapes lists the fixture shapes of testdata/rocksdb-cf.
+func compatCFShapes(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(compatCFFixtures, "*", "db"))
+	require.NoError(t, err)
+	var out []string
+	for _, d := range dirs {
+		out = append(out, filepath.Base(filepath.Dir(d)))
+	}
+	require.ElementsMatch(t, []string{"atomic_flush", "dbbench4", "ldb_created", "ldb_noflush", "wal_only"}, out)
+	return out
+}
+
+// compatParseFamilies parses `ldb list_column_families` output:
+// "Column families in DIR: \n{a, b, c}\n".
+func compatParseFamilies(t *testing.T, out string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, "list_column_families output %q", out)
+	require.True(t, strings.HasPrefix(lines[0], "Column families in "), out)
+	inner, ok := strings.CutPrefix(lines[1], "{")
+	require.True(t, ok, out)
+	inner, ok = strings.CutSuffix(inner, "}")
+	require.True(t, ok, out)
+	return strings.Split(inner, ", ")
+}
+
+// compatCFExpected returns a shape's recorded families and, per family,
+// its `ldb scan --hex` output.
+func compatCFExpected(t *testing.T, shape string) ([]string, map[string]string) {
+	t.Helper()
+	exp := filepath.Join(compatCFFixtures, shape, "expected")
+	b, err := os.ReadFile(filepath.Join(exp, "families.txt"))
+	require.NoError(t, err)
+	fams := compatParseFamilies(t, string(b))
+	scans := map[string]string{}
+	for _, f := range fams {
+		s, err := os.ReadFile(filepath.Join(exp, f+".scan"))
+		require.NoError(t, err)
+		scans[f] = string(s)
+	}
+	return fams, scans
+}
+
+// compatCFScan renders every live key and value of cf as `ldb scan --hex`.
+func compatCFScan(t *testing.T, cf *ColumnFamily) string {
+	t.Helper()
+	var b strings.Builder
+	it := cf.NewIterator(nil)
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		fmt.Fprintf(&b, "0x%X : 0x%X\n", it.Key(), it.Value())
+	}
+	require.NoError(t, it.Err(), cf.Name())
+	require.NoError(t, it.Close())
+	return b.String()
+}
+
+func compatCFNames(d *DB) []string {
+	var names []string
+	for _, cf := range d.ColumnFamilies() {
+		names = append(names, cf.Name())
+	}
+	return names
+}
+
+// compatCFCheck requires d to have exactly the families fams, each reading
+// as scans records.
+func compatCFCheck(t *testing.T, d *DB, fams []string, scans map[string]string) {
+	t.Helper()
+	require.Equal(t, fams, compatCFNames(d))
+	for _, f := range fams {
+		cf := d.ColumnFamily(f)
+		require.NotNil(t, cf, f)
+		require.Equal(t, scans[f], compatCFScan(t, cf), "family %s", f)
+	}
+}
+
+// compatCFCheckLDB runs ldb checkconsistency, list_column_families and a
+// per-family scan on a copy of dir; each scan must equal scans.
+func compatCFCheckLDB(t *testing.T, dir string, fams []string, scans map[string]string) {
+	t.Helper()
+	require.Equal(t, fams, compatParseFamilies(t, runLDB(t, "--db="+dir, "list_column_families")))
+	cp := compatCopyDir(t, dir)
+	require.Contains(t, runLDB(t, "--db="+cp, "checkconsistency"), "OK")
+	for _, f := range fams {
+		require.Equal(t, scans[f], runLDB(t, "--db="+cp, "--column_family="+f, "scan", "--hex"), "family %s", f)
+	}
+}
+
+// TestCompatCFOpenRocksDBFixtures opens every multi-family directory
+// RocksDB wrote, read-only and writable, and reads each family exactly as
+// ldb does; the writable open replays the WAL into the families' memtables
+// and rewrites MANIFEST and OPTIONS, so the reopened directory must read
+// the same, to Strata and to ldb.
+func TestCompatCFOpenRocksDBFixtures(t *testing.T) {
+	_, ldbErr := exec.LookPath("ldb")
+	for _, shape := range compatCFShapes(t) {
+		t.Run(shape, func(t *testing.T) {
+			fams, scans := compatCFExpected(t, shape)
+			src := filepath.Join(compatCFFixtures, shape, "db")
+			got, err := ListColumnFamilies(src)
+			require.NoError(t, err)
+			require.Equal(t, fams, got)
+
+			dir := compatCopyDir(t, src)
+			d, err := Open(dir, &Options{ReadOnly: true})
+			require.NoError(t, err)
+			compatCFCheck(t, d, fams, scans)
+			require.NoError(t, d.Close())
+
+			for round := 0; round < 2; round++ {
+				d, err = Open(dir, &Options{})
+				require.NoError(t, err, "round %d", round)
+				compatCFCheck(t, d, fams, scans)
+				got, err = ListColumnFamilies(dir) // while open
+				require.NoError(t, err)
+				require.Equal(t, fams, got)
+				require.NoError(t, d.Close())
+			}
+			d, err = Open(dir, &Options{ReadOnly: true})
+			require.NoError(t, err)
+			compatCFCheck(t, d, fams, scans)
+			require.NoError(t, d.Close())
+
+			if ldbErr == nil || os.Getenv("CI") == "true" {
+				compatCFCheckLDB(t, dir, fams, scans)
+			}
+		})
+	}
+}
+
+// compatCFKey numbers keys of the tests below.
+func compatCFKey(p string, i int) []byte { return []byte(fmt.Sprintf("%s%04d", p, i)) }
+
+// compatCFMake creates in dir a DB with families "a" (id 1) and "b" (id 2)
+// besides default, and fills them: flushed tables, a range deletion, a
+// cross-family batch, deletes, and writes left only in the WAL. It returns
+// the open DB.
+func compatCFMake(t *testing.T, dir string) *DB {
+	t.Helper()
+	d, err := Open(dir, &Options{
+		CreateIfMissing:             true,
+		ColumnFamilies:              map[string]*ColumnFamilyOptions{"a": {}, "b": {Compression: SnappyCompression}},
+		CreateMissingColumnFamilies: true,
+	})
+	require.NoError(t, err)
+	a, b := d.ColumnFamily("a"), d.ColumnFamily("b")
+	require.NotNil(t, a)
+	require.NotNil(t, b)
+	require.Equal(t, []string{"default", "a", "b"}, compatCFNames(d))
+	require.Equal(t, uint32(1), a.ID())
+	require.Equal(t, uint32(2), b.ID())
+
+	for i := 0; i < 200; i++ {
+		require.NoError(t, d.Put(compatCFKey("d", i), []byte(fmt.Sprintf("dv%d", i)), nil))
+		require.NoError(t, a.Put(compatCFKey("k", i), []byte(fmt.Sprintf("av%d", i)), nil))
+		require.NoError(t, b.Put(compatCFKey("k", i), []byte(fmt.Sprintf("bv%d", i)), nil))
+	}
+	require.NoError(t, a.Flush())
+	require.NoError(t, b.Flush())
+	require.NoError(t, a.DeleteRange(compatCFKey("k", 10), compatCFKey("k", 20), nil))
+	require.NoError(t, b.Delete(compatCFKey("k", 5), nil))
+	require.NoError(t, a.Flush())
+
+	batch := NewBatch()
+	batch.PutCF(a, []byte("batch"), []byte("in-a"))
+	batch.PutCF(b, []byte("batch"), []byte("in-b"))
+	batch.Put([]byte("batch"), []byte("in-default"))
+	batch.DeleteCF(b, compatCFKey("k", 6))
+	batch.DeleteRangeCF(b, compatCFKey("k", 100), compatCFKey("k", 110))
+	require.NoError(t, d.Write(batch, nil))
+	// Only in the WAL from here on.
+	require.NoError(t, a.Put([]byte("wal-only"), []byte("a-wal"), nil))
+	require.NoError(t, b.Put([]byte("wal-only"), []byte("b-wal"), nil))
+	require.NoError(t, a.Delete(compatCFKey("k", 30), nil))
+	require.NoError(t, d.Put([]byte("wal-only"), []byte("d-wal"), &WriteOptions{Sync: true}))
+	return d
+}
+
+// compatCFScans scans every family of d.
+func compatCFScans(t *testing.T, d *DB) ([]string, map[string]string) {
+	t.Helper()
+	scans := map[string]string{}
+	for _, cf := range d.ColumnFamilies() {
+		scans[cf.Name()] = compatCFScan(t, cf)
+	}
+	return compatCFNames(d), scans
+}
+
+// TestCompatCFLDBReadsStrataDirectory: ldb lists, scans, gets and checks
+// the families of a directory Strata wrote, its manifest_dump shows them,
+// and dump_wal decodes Strata's column-family WAL records.
+func TestCompatCFLDBReadsStrataDirectory(t *testing.T) {
+	compatLDB(t)
+	dir := t.TempDir()
+	d := compatCFMake(t, dir)
+	fams, scans := compatCFScans(t, d)
+	require.Contains(t, scans["a"], fmt.Sprintf("0x%X : 0x%X\n", "wal-only", "a-wal"))
+	require.Contains(t, scans["b"], fmt.Sprintf("0x%X : 0x%X\n", "batch", "in-b"))
+	require.NotContains(t, scans["a"], fmt.Sprintf("0x%X :", compatCFKey("k", 15)))
+	require.NotContains(t, scans["b"], fmt.Sprintf("0x%X :", compatCFKey("k", 105)))
+
+	// A plain copy of the open directory: its WAL holds the unflushed tail.
+	open := compatCopyDir(t, dir)
+	logs, err := filepath.Glob(filepath.Join(open, "*.log"))
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	var wal strings.Builder
+	for _, l := range logs {
+		wal.WriteString(runLDB(t, "dump_wal", "--walfile="+l, "--header", "--print_value"))
+	}
+	require.Contains(t, wal.String(), fmt.Sprintf("PUT(1) : 0x%X : 0x%X", "wal-only", "a-wal"))
+	require.Contains(t, wal.String(), fmt.Sprintf("PUT(2) : 0x%X : 0x%X", "wal-only", "b-wal"))
+	require.Contains(t, wal.String(), fmt.Sprintf("DELETE(1) : 0x%X", compatCFKey("k", 30)))
+	// The cross-family batch is one WAL record.
+	require.Contains(t, wal.String(), fmt.Sprintf("PUT(1) : 0x%X : 0x%X PUT(2) : 0x%X : 0x%X PUT(0) : 0x%X : 0x%X",
+		"batch", "in-a", "batch", "in-b", "batch", "in-default"))
+	compatCFCheckLDB(t, open, fams, scans)
+
+	require.NoError(t, d.Close())
+	closed := compatCopyDir(t, dir)
+	current, err := os.ReadFile(filepath.Join(closed, "CURRENT"))
+	require.NoError(t, err)
+	md := runLDB(t, "manifest_dump", "--path="+filepath.Join(closed, strings.TrimSpace(string(current))))
+	for _, f := range []string{`Column family "default"  (ID 0)`, `Column family "a"  (ID 1)`, `Column family "b"  (ID 2)`} {
+		require.Contains(t, md, f)
+	}
+	require.Equal(t, fmt.Sprintf("%s\n", "bv7"), runLDB(t, "--db="+closed, "--column_family=b", "get", string(compatCFKey("k", 7))))
+	compatCFCheckLDB(t, closed, fams, scans)
+}
+
+// TestCompatCFLDBWritesStrataDirectory: ldb puts into a family of a
+// directory Strata wrote, creates and drops families there; Strata then
+// opens the families ldb left, with their data, and a family it creates
+// gets an id never used before.
+func TestCompatCFLDBWritesStrataDirectory(t *testing.T) {
+	compatLDB(t)
+	dir := t.TempDir()
+	d := compatCFMake(t, dir)
+	_, before := compatCFScans(t, d)
+	require.NoError(t, d.Close())
+
+	runLDB(t, "--db="+dir, "--column_family=a", "put", "x", "y")
+	runLDB(t, "--db="+dir, "create_column_family", "c")
+	runLDB(t, "--db="+dir, "--column_family=c", "put", "cx", "cy")
+	runLDB(t, "--db="+dir, "drop_column_family", "b")
+
+	got, err := ListColumnFamilies(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"default", "a", "c"}, got)
+	d, err = Open(dir, &Options{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"default", "a", "c"}, compatCFNames(d))
+	a, c := d.ColumnFamily("a"), d.ColumnFamily("c")
+	require.Equal(t, uint32(1), a.ID())
+	require.Equal(t, uint32(3), c.ID())
+	v, err := a.Get([]byte("x"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "y", string(v))
+	v, err = c.Get([]byte("cx"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "cy", string(v))
+	_, err = d.Get([]byte("x"), nil)
+	require.ErrorIs(t, err, ErrNotFound)
+	// Everything Strata wrote to a and default is still there.
+	require.Equal(t, before["default"], compatCFScan(t, d.DefaultColumnFamily()))
+	wantA := before["a"] + fmt.Sprintf("0x%X : 0x%X\n", "x", "y")
+	require.Equal(t, wantA, compatCFScan(t, a))
+
+	// b (id 2) and c (id 3) were used: new families get 4, then 5, also
+	// for the name of the dropped b.
+	dd, err := d.CreateColumnFamily("d", nil)
+	require.NoError(t, err)
+	require.Equal(t, uint32(4), dd.ID())
+	b2, err := d.CreateColumnFamily("b", nil)
+	require.NoError(t, err)
+	require.Equal(t, uint32(5), b2.ID())
+	_, err = b2.Get(compatCFKey("k", 7), nil)
+	require.ErrorIs(t, err, ErrNotFound, "the new b must not see the dropped b's data")
+	require.NoError(t, dd.Put([]byte("dk"), []byte("dv"), nil))
+	require.NoError(t, d.Close())
+
+	require.Equal(t, []string{"default", "a", "c", "d", "b"}, compatParseFamilies(t, runLDB(t, "--db="+dir, "list_column_families")))
+	require.Equal(t, "dv\n", runLDB(t, "--db="+dir, "--column_family=d", "get", "dk"))
+	runLDB(t, "--db="+dir, "create_column_family", "e")
+	d, err = Open(dir, &Options{})
+	require.NoError(t, err)
+	require.Equal(t, uint32(6), d.ColumnFamily("e").ID())
+	f, err := d.CreateColumnFamily("f", nil)
+	require.NoError(t, err)
+	require.Equal(t, uint32(7), f.ID())
+	require.NoError(t, d.Close())
+}
+
+// compatSSTDump runs sst_dump with args, skipping the test when it is not
+// installed (failing under CI).
+func compatSSTDump(t *testing.T, args ...string) string {
+	t.Helper()
+	p, err := exec.LookPath("sst_dump")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sst_dump not found (CI installs it with apt-get install -y rocksdb-tools): %v", err)
+		}
+		t.Skip("sst_dump (RocksDB 7.8.3 rocksdb-tools) is not installed")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(p, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "sst_dump %v: %s", args, stderr.String())
+	return stdout.String()
+}
+
+// compatNewTables returns the table files in dir not in old.
+func compatNewTables(t *testing.T, dir string, old []string) []string {
+	t.Helper()
+	all, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	var out []string
+	for _, f := range all {
+		if !slices.Contains(old, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestCompatCFTableProperties: every table Strata writes for a family
+// carries that family's id and name, as sst_dump shows them.
+func TestCompatCFTableProperties(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, &Options{
+		CreateIfMissing:             true,
+		ColumnFamilies:              map[string]*ColumnFamilyOptions{"a": {}, "b": {}},
+		CreateMissingColumnFamilies: true,
+	})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	var seen []string
+	for _, cf := range d.ColumnFamilies() {
+		require.NoError(t, cf.Put([]byte("k-"+cf.Name()), []byte("v"), nil))
+		require.NoError(t, cf.Flush())
+		tables := compatNewTables(t, dir, seen)
+		require.Len(t, tables, 1, cf.Name())
+		seen = append(seen, tables...)
+		out := compatSSTDump(t, "--file="+tables[0], "--show_properties")
+		require.Contains(t, out, fmt.Sprintf("column family ID: %d\n", cf.ID()), cf.Name())
+		require.Contains(t, out, fmt.Sprintf("column family name: %s\n", cf.Name()), cf.Name())
+	}
+}
+
+// TestCompatCFIngest: an external file written for no family in
+// particular ingests into any family; one RocksDB's SstFileWriter stamped
+// with family b's id ingests into b and is refused by a; a table copied out
+// of a family's directory is refused (it is no external file).
+func TestCompatCFIngest(t *testing.T) {
+	dir := t.TempDir()
+	d := compatCFMake(t, dir)
+	defer func() { require.NoError(t, d.Close()) }()
+	a, b := d.ColumnFamily("a"), d.ColumnFamily("b")
+
+	ext := filepath.Join(t.TempDir(), "ext.sst")
+	fh, err := os.Create(ext)
+	require.NoError(t, err)
+	w := table.NewExternalWriter(fh, table.ExternalWriterOptions{})
+	require.NoError(t, w.Put([]byte("ing1"), []byte("iv1")))
+	require.NoError(t, w.Put([]byte("ing2"), []byte("iv2")))
+	_, err = w.Finish()
+	require.NoError(t, err)
+	require.NoError(t, fh.Close())
+	require.NoError(t, a.Ingest([]string{ext}, nil))
+	v, err := a.Get([]byte("ing1"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "iv1", string(v))
+	for _, cf := range []*ColumnFamily{b, d.DefaultColumnFamily()} {
+		_, err = cf.Get([]byte("ing1"), nil)
+		require.ErrorIs(t, err, ErrNotFound, cf.Name())
+	}
+
+	// A table of b, as b's flush wrote it (id 2 in its properties).
+	old, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	require.NoError(t, b.Flush())
+	bt := compatNewTables(t, dir, old)
+	require.Len(t, bt, 1)
+	cp := filepath.Join(t.TempDir(), "copied.sst")
+	raw, err := os.ReadFile(bt[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cp, raw, 0o644))
+	err = a.Ingest([]string{cp}, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.Contains(t, err.Error(), "not an external table file")
+
+	// An external file RocksDB wrote for family b of (a copy of) this DB.
+	if _, lerr := exec.LookPath("ldb"); lerr != nil && os.Getenv("CI") != "true" {
+		t.Skip("ldb is not installed: the family-stamped external file is not checked")
+	}
+	dcp := compatCopyDir(t, dir)
+	stamped := filepath.Join(t.TempDir(), "stamped.sst")
+	cmd := exec.Command(compatLDB(t), "--db="+dcp, "--column_family=b", "write_extern_sst", stamped)
+	cmd.Stdin = strings.NewReader("st1 ==> sv1\nst2 ==> sv2\n")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	err = a.Ingest([]string{stamped}, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.Contains(t, err.Error(), `written for column family 2 ("b"), not for 1 ("a")`)
+	_, err = a.Get([]byte("st1"), nil)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, b.Ingest([]string{stamped}, nil))
+	v, err = b.Get([]byte("st2"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "sv2", string(v))
+}
