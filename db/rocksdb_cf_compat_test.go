@@ -8,6 +8,7 @@ package db
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratadb/strata/internal/checksum"
 	"github.com/stratadb/strata/table"
 	"github.com/stretchr/testify/require"
 )
@@ -366,6 +368,9 @@ func TestCompatCFTableProperties(t *testing.T) {
 		tables := compatNewTables(t, dir, seen)
 		require.Len(t, tables, 1, cf.Name())
 		seen = append(seen, tables...)
+		p := compatTableProps(t, tables[0])
+		require.Equal(t, uint64(cf.ID()), p.ColumnFamilyID, cf.Name())
+		require.Equal(t, cf.Name(), p.ColumnFamilyName)
 		out := compatSSTDump(t, "--file="+tables[0], "--show_properties")
 		require.Contains(t, out, fmt.Sprintf("column family ID: %d\n", cf.ID()), cf.Name())
 		require.Contains(t, out, fmt.Sprintf("column family name: %s\n", cf.Name()), cf.Name())
@@ -400,6 +405,17 @@ func TestCompatCFIngest(t *testing.T) {
 		require.ErrorIs(t, err, ErrNotFound, cf.Name())
 	}
 
+	// The same kind of file with its family id patched to b's (2).
+	stampedGo := compatStampFamily(t, ext, 2)
+	require.Equal(t, uint64(2), compatTableProps(t, stampedGo).ColumnFamilyID)
+	err = a.Ingest([]string{stampedGo}, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.Contains(t, err.Error(), "written for column family 2")
+	require.NoError(t, b.Ingest([]string{stampedGo}, nil))
+	v, err = b.Get([]byte("ing2"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "iv2", string(v))
+
 	// A table of b, as b's flush wrote it (id 2 in its properties).
 	old, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 	require.NoError(t, err)
@@ -418,6 +434,8 @@ func TestCompatCFIngest(t *testing.T) {
 	if _, lerr := exec.LookPath("ldb"); lerr != nil && os.Getenv("CI") != "true" {
 		t.Skip("ldb is not installed: the family-stamped external file is not checked")
 	}
+	// RocksDB reads the patched file as stamped for family 2.
+	require.Contains(t, compatSSTDump(t, "--file="+stampedGo, "--show_properties"), "column family ID: 2\n")
 	dcp := compatCopyDir(t, dir)
 	stamped := filepath.Join(t.TempDir(), "stamped.sst")
 	cmd := exec.Command(compatLDB(t), "--db="+dcp, "--column_family=b", "write_extern_sst", stamped)
@@ -433,4 +451,55 @@ func TestCompatCFIngest(t *testing.T) {
 	v, err = b.Get([]byte("st2"), nil)
 	require.NoError(t, err)
 	require.Equal(t, "sv2", string(v))
+}
+
+// compatTableProps returns the properties of the table file at path.
+func compatTableProps(t *testing.T, path string) table.Properties {
+	t.Helper()
+	fh, err := os.Open(path)
+	require.NoError(t, err)
+	st, err := fh.Stat()
+	require.NoError(t, err)
+	r, err := table.Open(fh, st.Size(), table.ReaderOptions{FileName: path})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	return *r.Properties()
+}
+
+// compatStampFamily copies the external file at src (family id
+// kUnknownColumnFamily, the varint ff ff ff ff 07) into a new file whose
+// rocksdb.column.family.id says id instead, and returns its path. The new
+// value keeps the 5-byte length (a non-minimal varint, which RocksDB's and
+// Go's varint decoders accept), so only the properties block and its
+// checksum change: an ExternalWriter has no option for a family id.
+func compatStampFamily(t *testing.T, src string, id byte) string {
+	t.Helper()
+	require.Less(t, id, byte(0x80))
+	raw, err := os.ReadFile(src)
+	require.NoError(t, err)
+	fh, err := os.Open(src)
+	require.NoError(t, err)
+	r, err := table.Open(fh, int64(len(raw)), table.ReaderOptions{FileName: src})
+	require.NoError(t, err)
+	layout, err := r.Layout()
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	var props table.BlockInfo
+	for _, b := range layout {
+		if b.Kind == "meta" && b.Name == "rocksdb.properties" {
+			props = b
+		}
+	}
+	require.NotZero(t, props.Size, "no properties block in %s", src)
+	block := raw[props.Offset : props.Offset+props.Size]
+	// The key shares its "rocksdb." prefix with the one before it.
+	old := append([]byte("column.family.id"), 0xff, 0xff, 0xff, 0xff, 0x07)
+	require.Equal(t, 1, bytes.Count(block, old))
+	i := bytes.Index(block, old) + len(old) - 5
+	copy(block[i:], []byte{0x80 | id, 0x80, 0x80, 0x80, 0x00})
+	trailer := raw[props.Offset+props.Size:]
+	binary.LittleEndian.PutUint32(trailer[1:5], checksum.Block(checksum.XXH3, block, trailer[0]))
+	dst := filepath.Join(t.TempDir(), fmt.Sprintf("stamped-%d.sst", id))
+	require.NoError(t, os.WriteFile(dst, raw, 0o644))
+	return dst
 }
