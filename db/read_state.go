@@ -124,7 +124,14 @@ func (cf *ColumnFamily) publishReadState(rs *readState) {
 func (d *DB) releaseMemtablesLocked(cf *ColumnFamily) {
 	// The version of the view it replaces: a dropped family's Version
 	// is no longer its VersionSet's to give.
-	rs := &readState{db: d, cf: cf, version: cf.readState.version, closed: true}
+	v := cf.readState.version
+	if cf.dropped.Load() {
+		// Nothing reads the closed view's Version, and holding the dropped
+		// family's would keep its tables live (never deleted) for as long
+		// as the handle exists.
+		v = &version.Version{}
+	}
+	rs := &readState{db: d, cf: cf, version: v, closed: true}
 	rs.refs.Store(1)
 	rs.version.Ref()
 	empty := &memTable{MemTable: memtable.New(0), logNum: cf.mu.mem.logNum}
