@@ -503,3 +503,121 @@ func compatStampFamily(t *testing.T, src string, id byte) string {
 	require.NoError(t, os.WriteFile(dst, raw, 0o644))
 	return dst
 }
+
+// TestCompatCFStrataChangesRocksDBFixtures: Strata writes into, flushes,
+// compacts, drops and adds families of the directories RocksDB wrote; ldb
+// then reads exactly what Strata reads, and a family Strata adds gets an id
+// above every id the directory ever used (also ids of families dropped
+// before Strata saw it: ldb_noflush's cf_tmp, 4).
+func TestCompatCFStrataChangesRocksDBFixtures(t *testing.T) {
+	compatLDB(t)
+	maxID := map[string]uint32{"atomic_flush": 3, "dbbench4": 3, "ldb_created": 3, "ldb_noflush": 4, "wal_only": 3}
+	for _, shape := range compatCFShapes(t) {
+		t.Run(shape, func(t *testing.T) {
+			dir := compatCopyDir(t, filepath.Join(compatCFFixtures, shape, "db"))
+			d, err := Open(dir, &Options{})
+			require.NoError(t, err)
+			fams := d.ColumnFamilies()
+			require.GreaterOrEqual(t, len(fams), 3)
+			for i, cf := range fams {
+				for j := 0; j < 50; j++ {
+					require.NoError(t, cf.Put(compatCFKey("strata-"+cf.Name()+"-", j), []byte(fmt.Sprintf("v%d", j)), nil))
+				}
+				require.NoError(t, cf.Delete(compatCFKey("strata-"+cf.Name()+"-", 3), nil))
+				switch i % 3 {
+				case 0:
+					require.NoError(t, cf.Flush())
+				case 1:
+					require.NoError(t, cf.CompactRange(nil, nil))
+				}
+			}
+			// Drop the last family; its tables and WAL records stay behind
+			// until nothing needs them.
+			last := fams[len(fams)-1]
+			require.NoError(t, d.DropColumnFamily(last))
+			n, err := d.CreateColumnFamily("strata_new", nil)
+			require.NoError(t, err)
+			require.Equal(t, maxID[shape]+1, n.ID())
+			require.NoError(t, n.Put([]byte("new"), []byte("family"), nil))
+			names, scans := compatCFScans(t, d)
+			require.NotContains(t, names, last.Name())
+			require.Equal(t, "strata_new", names[len(names)-1])
+			compatCFCheckLDB(t, dir, names, scans) // a copy, while open
+			require.NoError(t, d.Close())
+			tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+			require.NoError(t, err)
+			for _, f := range tables {
+				require.NotEqual(t, uint64(last.ID()), compatTableProps(t, f).ColumnFamilyID,
+					"%s of dropped family %q is still there", f, last.Name())
+			}
+			compatCFCheckLDB(t, dir, names, scans)
+
+			runLDB(t, "--db="+dir, "--column_family=strata_new", "put", "from", "ldb")
+			d, err = Open(dir, &Options{})
+			require.NoError(t, err)
+			require.Equal(t, names, compatCFNames(d))
+			v, err := d.ColumnFamily("strata_new").Get([]byte("from"), nil)
+			require.NoError(t, err)
+			require.Equal(t, "ldb", string(v))
+			for _, name := range names {
+				want := scans[name]
+				if name == "strata_new" {
+					want = fmt.Sprintf("0x%X : 0x%X\n", "from", "ldb") + want // "from" < "new"
+				}
+				require.Equal(t, want, compatCFScan(t, d.ColumnFamily(name)), name)
+			}
+			n2, err := d.CreateColumnFamily(last.Name(), nil)
+			require.NoError(t, err)
+			require.Equal(t, maxID[shape]+2, n2.ID())
+			require.Empty(t, compatCFScan(t, n2))
+			require.NoError(t, d.Close())
+		})
+	}
+}
+
+// compatFamilyTables lists the tables in dir whose properties name family id.
+func compatFamilyTables(t *testing.T, dir string, id uint32) []string {
+	t.Helper()
+	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	var out []string
+	for _, f := range tables {
+		if compatTableProps(t, f).ColumnFamilyID == uint64(id) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestCompatCFDropDeletesTables: a dropped family's tables are deleted as
+// soon as nothing reads them: at the drop, or once an iterator opened
+// before it is closed; never left for RocksDB's next open to find.
+func TestCompatCFDropDeletesTables(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, &Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	for _, keepIter := range []bool{false, true} {
+		cf, err := d.CreateColumnFamily(fmt.Sprintf("drop-%v", keepIter), nil)
+		require.NoError(t, err)
+		require.NoError(t, cf.Put([]byte("k"), []byte("v"), nil))
+		require.NoError(t, cf.Flush())
+		require.Len(t, compatFamilyTables(t, dir, cf.ID()), 1)
+		var it *Iterator
+		if keepIter {
+			it = cf.NewIterator(nil)
+		}
+		require.NoError(t, d.DropColumnFamily(cf))
+		if keepIter {
+			require.Len(t, compatFamilyTables(t, dir, cf.ID()), 1, "an iterator still reads it")
+			it.SeekToFirst()
+			require.True(t, it.Valid())
+			require.Equal(t, "v", string(it.Value()))
+			require.NoError(t, it.Close())
+			// The next deletion pass (any flush) removes it.
+			require.NoError(t, d.Put([]byte("x"), []byte("y"), nil))
+			require.NoError(t, d.Flush())
+		}
+		require.Empty(t, compatFamilyTables(t, dir, cf.ID()), "keepIter=%v", keepIter)
+	}
+}
