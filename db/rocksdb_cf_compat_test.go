@@ -122,6 +122,7 @@ func TestCompatCFOpenRocksDBFixtures(t *testing.T) {
 	_, ldbErr := exec.LookPath("ldb")
 	for _, shape := range compatCFShapes(t) {
 		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
 			fams, scans := compatCFExpected(t, shape)
 			src := filepath.Join(compatCFFixtures, shape, "db")
 			got, err := ListColumnFamilies(src)
@@ -129,7 +130,24 @@ func TestCompatCFOpenRocksDBFixtures(t *testing.T) {
 			require.Equal(t, fams, got)
 
 			dir := compatCopyDir(t, src)
+			pristine := compatDirContents(t, dir)
 			d, err := Open(dir, &Options{ReadOnly: true})
+			require.NoError(t, err)
+			compatCFCheck(t, d, fams, scans)
+			_, err = d.CreateColumnFamily("nope", nil)
+			require.ErrorIs(t, err, ErrReadOnly)
+			require.ErrorIs(t, d.DropColumnFamily(d.ColumnFamily(fams[1])), ErrReadOnly)
+			require.NoError(t, d.Close())
+			require.Equal(t, pristine, compatDirContents(t, dir), "a read-only open changed the directory")
+			for _, ro := range []bool{true, false} {
+				_, err = Open(dir, &Options{ReadOnly: ro, ColumnFamilies: map[string]*ColumnFamilyOptions{"missing": {}}})
+				require.ErrorIs(t, err, ErrInvalidArgument, "ReadOnly=%v", ro)
+			}
+			// The writable one has recovered the WAL by the time it checks
+			// the names (as RocksDB's DB::Open does: it replays and
+			// flushes, then finds the family missing), so the directory
+			// may have changed, but not what it holds.
+			d, err = Open(dir, &Options{ReadOnly: true})
 			require.NoError(t, err)
 			compatCFCheck(t, d, fams, scans)
 			require.NoError(t, d.Close())
@@ -153,6 +171,24 @@ func TestCompatCFOpenRocksDBFixtures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compatDirContents maps each plain file of dir (less LOCK and LOG files,
+// which any open may write) to its contents.
+func compatDirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	m := map[string]string{}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || e.Name() == "LOCK" || strings.HasPrefix(e.Name(), "LOG") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		m[e.Name()] = string(b)
+	}
+	return m
 }
 
 // compatCFKey numbers keys of the tests below.
@@ -514,6 +550,7 @@ func TestCompatCFStrataChangesRocksDBFixtures(t *testing.T) {
 	maxID := map[string]uint32{"atomic_flush": 3, "dbbench4": 3, "ldb_created": 3, "ldb_noflush": 4, "wal_only": 3}
 	for _, shape := range compatCFShapes(t) {
 		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
 			dir := compatCopyDir(t, filepath.Join(compatCFFixtures, shape, "db"))
 			d, err := Open(dir, &Options{})
 			require.NoError(t, err)
