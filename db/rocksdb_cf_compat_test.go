@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/internal/checksum"
+	"github.com/stratadb/strata/prefix"
 	"github.com/stratadb/strata/table"
 	"github.com/stretchr/testify/require"
 )
@@ -745,5 +746,112 @@ func TestCompatCFCrashCopyAndOptions(t *testing.T) {
 		}
 		require.Len(t, fresh, 1, name)
 		require.Equal(t, want, compatTableProps(t, fresh[0]).CompressionName, name)
+	}
+}
+
+// TestCompatCFPerFamilyOptionsWithLDB: families with their own prefix
+// extractor, filter and compression, and a SetOptions on one of them, are
+// recorded in their own OPTIONS sections: ldb opens and reads the
+// directory with them, and Strata reopens each family with its options
+// without being told them.
+func TestCompatCFPerFamilyOptionsWithLDB(t *testing.T) {
+	compatLDB(t)
+	dir := t.TempDir()
+	d, err := Open(dir, &Options{
+		CreateIfMissing: true,
+		ColumnFamilies: map[string]*ColumnFamilyOptions{
+			"p": {PrefixExtractor: prefix.Fixed(4), BloomBitsPerKey: 10, Compression: ZstdCompression},
+			"q": {Compression: SnappyCompression},
+		},
+		CreateMissingColumnFamilies: true,
+	})
+	require.NoError(t, err)
+	p, q := d.ColumnFamily("p"), d.ColumnFamily("q")
+	for i := 0; i < 100; i++ {
+		require.NoError(t, p.Put(compatCFKey("pp", i), []byte("pv"), nil))
+		require.NoError(t, q.Put(compatCFKey("qq", i), []byte("qv"), nil))
+	}
+	require.NoError(t, p.Flush())
+	require.NoError(t, q.Flush())
+	require.NoError(t, q.SetOptions(map[string]string{"write_buffer_size": "1048576"}))
+	fams, scans := compatCFScans(t, d)
+	require.NoError(t, d.Close())
+
+	opts := compatOptionsFiles(t, dir)
+	raw, err := os.ReadFile(filepath.Join(dir, opts[len(opts)-1]))
+	require.NoError(t, err)
+	sections := map[string]string{}
+	var cur string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "[") {
+			cur = line
+		}
+		sections[cur] += line + "\n"
+	}
+	require.Contains(t, sections[`[CFOptions "p"]`], "prefix_extractor=rocksdb.FixedPrefix.4\n")
+	require.Contains(t, sections[`[CFOptions "p"]`], "compression=kZSTD\n")
+	require.Contains(t, sections[`[CFOptions "q"]`], "compression=kSnappyCompression\n")
+	require.Contains(t, sections[`[CFOptions "q"]`], "write_buffer_size=1048576\n")
+	require.NotContains(t, sections[`[CFOptions "default"]`], "write_buffer_size=1048576\n")
+	require.Contains(t, sections[`[TableOptions/BlockBasedTable "p"]`], "filter_policy=bloomfilter")
+
+	pt := compatFamilyTables(t, dir, p.ID())
+	require.Len(t, pt, 1)
+	sd := compatSSTDump(t, "--file="+pt[0], "--show_properties")
+	require.Contains(t, sd, "prefix extractor name: rocksdb.FixedPrefix.4\n")
+	require.Contains(t, sd, "SST file compression algo: ZSTD\n")
+
+	compatCFCheckLDB(t, dir, fams, scans)
+	require.Equal(t, "pv\n", runLDB(t, "--db="+dir, "--column_family=p", "get", string(compatCFKey("pp", 42))))
+
+	d, err = Open(dir, &Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	compatCFCheck(t, d, fams, scans)
+	p, q = d.ColumnFamily("p"), d.ColumnFamily("q")
+	require.NotNil(t, p.opts.PrefixExtractor)
+	require.Equal(t, "rocksdb.FixedPrefix.4", p.opts.PrefixExtractor.Name())
+	require.Equal(t, 10, p.opts.BloomBitsPerKey)
+	require.Equal(t, ZstdCompression, p.opts.Compression)
+	require.Equal(t, SnappyCompression, q.opts.Compression)
+	require.Equal(t, int64(1048576), q.writeBufferSize.Load())
+	require.Nil(t, d.DefaultColumnFamily().opts.PrefixExtractor)
+	it := p.NewIterator(&ReadOptions{PrefixSameAsStart: true})
+	n := 0
+	for it.Seek([]byte("pp00")); it.Valid(); it.Next() {
+		n++
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, 100, n)
+}
+
+// TestCompatCFDroppedFamilyInWAL: the WAL still holds records of a family
+// dropped after them; a crash copy then opens, in Strata and in ldb,
+// without the family, its records skipped, the other families' intact.
+func TestCompatCFDroppedFamilyInWAL(t *testing.T) {
+	dir := t.TempDir()
+	d := compatCFMake(t, dir)
+	b := d.ColumnFamily("b")
+	batch := NewBatch()
+	batch.PutCF(b, []byte("doomed"), []byte("x"))
+	batch.PutCF(d.ColumnFamily("a"), []byte("kept"), []byte("y"))
+	require.NoError(t, d.Write(batch, nil))
+	require.NoError(t, d.DropColumnFamily(b))
+	require.ErrorIs(t, b.Put([]byte("late"), []byte("z"), nil), ErrInvalidArgument)
+	require.NoError(t, d.Put([]byte("after-drop"), []byte("w"), &WriteOptions{Sync: true}))
+	fams, scans := compatCFScans(t, d)
+	require.Equal(t, []string{"default", "a"}, fams)
+	require.Contains(t, scans["a"], fmt.Sprintf("0x%X : 0x%X\n", "kept", "y"))
+	cp := compatCopyDir(t, dir)
+	require.NoError(t, d.Close())
+
+	for _, ro := range []bool{true, false} {
+		c, err := Open(compatCopyDir(t, cp), &Options{ReadOnly: ro})
+		require.NoError(t, err)
+		compatCFCheck(t, c, fams, scans)
+		require.NoError(t, c.Close())
+	}
+	if _, err := exec.LookPath("ldb"); err == nil || os.Getenv("CI") == "true" {
+		compatCFCheckLDB(t, cp, fams, scans)
 	}
 }
