@@ -855,3 +855,27 @@ func TestCompatCFDroppedFamilyInWAL(t *testing.T) {
 		compatCFCheckLDB(t, cp, fams, scans)
 	}
 }
+
+// TestCompatCFCheckpointWithLDB: a checkpoint of a multi-family Strata
+// database holds every family; ldb and Strata read each one as the source
+// did when the checkpoint was taken.
+func TestCompatCFCheckpointWithLDB(t *testing.T) {
+	dir := t.TempDir()
+	d := compatCFMake(t, dir)
+	fams, scans := compatCFScans(t, d)
+	ck := filepath.Join(t.TempDir(), "ck")
+	require.NoError(t, d.Checkpoint(ck))
+	require.NoError(t, d.ColumnFamily("a").Put([]byte("after"), []byte("checkpoint"), nil))
+	require.NoError(t, d.Close())
+
+	got, err := ListColumnFamilies(ck)
+	require.NoError(t, err)
+	require.Equal(t, fams, got)
+	if _, err := exec.LookPath("ldb"); err == nil || os.Getenv("CI") == "true" {
+		compatCFCheckLDB(t, ck, fams, scans)
+	}
+	c, err := Open(ck, &Options{})
+	require.NoError(t, err)
+	compatCFCheck(t, c, fams, scans)
+	require.NoError(t, c.Close())
+}
