@@ -762,6 +762,7 @@ func TestCompatCFPerFamilyOptionsWithLDB(t *testing.T) {
 		ColumnFamilies: map[string]*ColumnFamilyOptions{
 			"p": {PrefixExtractor: prefix.Fixed(4), BloomBitsPerKey: 10, Compression: ZstdCompression},
 			"q": {Compression: SnappyCompression},
+			"f": {CompactionStyle: FIFOCompaction},
 		},
 		CreateMissingColumnFamilies: true,
 	})
@@ -774,6 +775,12 @@ func TestCompatCFPerFamilyOptionsWithLDB(t *testing.T) {
 	require.NoError(t, p.Flush())
 	require.NoError(t, q.Flush())
 	require.NoError(t, q.SetOptions(map[string]string{"write_buffer_size": "1048576"}))
+	f := d.ColumnFamily("f")
+	for round := 0; round < 3; round++ {
+		require.NoError(t, f.Put([]byte(fmt.Sprintf("f%d", round)), []byte("fv"), nil))
+		require.NoError(t, f.Flush())
+	}
+	require.NoError(t, f.CompactRange(nil, nil))
 	fams, scans := compatCFScans(t, d)
 	require.NoError(t, d.Close())
 
@@ -792,6 +799,8 @@ func TestCompatCFPerFamilyOptionsWithLDB(t *testing.T) {
 	require.Contains(t, sections[`[CFOptions "p"]`], "compression=kZSTD\n")
 	require.Contains(t, sections[`[CFOptions "q"]`], "compression=kSnappyCompression\n")
 	require.Contains(t, sections[`[CFOptions "q"]`], "write_buffer_size=1048576\n")
+	require.Contains(t, sections[`[CFOptions "f"]`], "compaction_style=kCompactionStyleFIFO\n")
+	require.Contains(t, sections[`[CFOptions "p"]`], "compaction_style=kCompactionStyleLevel\n")
 	require.NotContains(t, sections[`[CFOptions "default"]`], "write_buffer_size=1048576\n")
 	require.Contains(t, sections[`[TableOptions/BlockBasedTable "p"]`], "filter_policy=bloomfilter")
 
@@ -816,6 +825,8 @@ func TestCompatCFPerFamilyOptionsWithLDB(t *testing.T) {
 	require.Equal(t, SnappyCompression, q.opts.Compression)
 	require.Equal(t, int64(1048576), q.writeBufferSize.Load())
 	require.Nil(t, d.DefaultColumnFamily().opts.PrefixExtractor)
+	require.Equal(t, FIFOCompaction, d.ColumnFamily("f").opts.CompactionStyle)
+	require.Equal(t, LevelCompaction, p.opts.CompactionStyle)
 	it := p.NewIterator(&ReadOptions{PrefixSameAsStart: true})
 	n := 0
 	for it.Seek([]byte("pp00")); it.Valid(); it.Next() {
