@@ -890,3 +890,53 @@ func TestCompatCFCheckpointWithLDB(t *testing.T) {
 	compatCFCheck(t, c, fams, scans)
 	require.NoError(t, c.Close())
 }
+
+// TestCompatCFListColumnFamiliesWhileOpen: ListColumnFamilies reads the
+// MANIFEST while the open database appends family edits to it; every
+// answer is a consistent one (default first, then names by id), and the
+// last equals the database's own list. It fails on a directory that holds
+// no database.
+func TestCompatCFListColumnFamiliesWhileOpen(t *testing.T) {
+	_, err := ListColumnFamilies(t.TempDir())
+	require.Error(t, err)
+	_, err = ListColumnFamilies(filepath.Join(t.TempDir(), "absent"))
+	require.Error(t, err)
+
+	dir := t.TempDir()
+	d, err := Open(dir, &Options{CreateIfMissing: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 30; i++ {
+			cf, err := d.CreateColumnFamily(fmt.Sprintf("f%03d", i), nil)
+			if err == nil {
+				err = cf.Put([]byte("k"), []byte("v"), nil)
+			}
+			if err == nil && i%2 == 1 {
+				err = d.DropColumnFamily(cf)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			running = false
+		default:
+		}
+		names, err := ListColumnFamilies(dir)
+		require.NoError(t, err)
+		require.Equal(t, "default", names[0])
+		require.True(t, slices.IsSorted(names[1:]), "%v", names)
+	}
+	names, err := ListColumnFamilies(dir)
+	require.NoError(t, err)
+	require.Equal(t, compatCFNames(d), names)
+	require.Len(t, names, 16)
+}
