@@ -73,11 +73,20 @@ func (w *winFS) OpenDir(name string) (vfs.File, error) {
 	return w.track(name, f, err)
 }
 
-// refuseOpen fails with errFileInUse if name is open, and records it.
+// refuseOpen fails with errFileInUse if name, or a file under it (a
+// directory with an open file in it cannot be renamed or removed either),
+// is open, and records it.
 func (w *winFS) refuseOpen(op, name string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.open[filepath.Clean(name)] > 0 {
+	name = filepath.Clean(name)
+	inUse := w.open[name] > 0
+	for p, n := range w.open {
+		if n > 0 && strings.HasPrefix(p, name+string(filepath.Separator)) {
+			inUse = true
+		}
+	}
+	if inUse {
 		w.refusals = append(w.refusals, op+" "+filepath.Base(name))
 		return &os.PathError{Op: op, Path: name, Err: errFileInUse}
 	}
