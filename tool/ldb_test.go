@@ -120,7 +120,7 @@ func TestDB_PrefixPutDelete(t *testing.T) {
 	require.Equal(t, "OK\n", mustTool(t, "db", "delete", dir, "new"))
 	_, errOut, rc := runTool(t, "db", "get", dir, "new")
 	require.Equal(t, 1, rc)
-	require.Contains(t, errOut, "not found")
+	require.Equal(t, "Failed: Get failed: NotFound: \n", errOut)
 }
 
 func TestDB_Errors(t *testing.T) {
