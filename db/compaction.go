@@ -481,7 +481,10 @@ func (d *DB) compactLocked(c *compaction) error {
 func (d *DB) discardOutputsLocked(outs []*version.FileMetadata) {
 	for _, f := range outs {
 		delete(d.mu.pendingOutputs, f.FileNum)
-		d.removeFile(base.FileKindTable, f.FileNum)
+		if d.removeFile(base.FileKindTable, f.FileNum) != nil {
+			// No version has it: the next sweep retries.
+			d.mu.obsoleteTables = append(d.mu.obsoleteTables, f.FileNum)
+		}
 	}
 }
 

@@ -178,8 +178,13 @@ type DB struct {
 		// sweep never deletes them.
 		pendingOutputs map[uint64]struct{}
 		// obsoleteTables are tables dropped from the current version, to be
-		// deleted once no version references them.
+		// deleted once no version references them. A table whose removal
+		// failed stays here and is tried again at the next sweep (on
+		// Windows a file still open cannot be removed).
 		obsoleteTables []uint64
+		// obsoleteWALs are WALs no memtable needs whose removal failed:
+		// each sweep tries them again.
+		obsoleteWALs []uint64
 		// wals are the WAL numbers on disk, ascending, and walStarts the
 		// commit.walBytes position at which each began (for
 		// max_total_wal_size; 0 for those found at Open).

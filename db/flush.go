@@ -262,7 +262,10 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 		// belongs to nothing.
 		if meta != nil {
 			delete(d.mu.pendingOutputs, meta.FileNum)
-			d.removeFile(base.FileKindTable, meta.FileNum)
+			if d.removeFile(base.FileKindTable, meta.FileNum) != nil {
+				// No version has it: the next sweep retries.
+				d.mu.obsoleteTables = append(d.mu.obsoleteTables, meta.FileNum)
+			}
 			meta = nil
 		}
 		return nil
