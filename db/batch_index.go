@@ -24,7 +24,7 @@ const batchSeqBase base.SeqNum = 1 << 55
 
 // batchIndexArena is the first arena size of a family's index; it doubles
 // when full (see batchIndex.insert).
-const batchIndexArena = 16 << 10
+const batchIndexArena = 4 << 10
 
 // batchIndex is the index of an indexed batch: per family, a memtable of
 // the batch's records at batchSeqBase+i. A memtable is a skiplist over an
