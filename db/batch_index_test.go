@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/stratadb/strata/db"
@@ -217,4 +218,109 @@ func TestIndexedBatchIteratorAtSnapshot(t *testing.T) {
 	it := b.NewIterator(&db.ReadOptions{Snapshot: s})
 	require.Equal(t, []string{"a=old,m"}, batchScan(t, it))
 	require.NoError(t, it.Close())
+}
+
+// A model check: reading an indexed batch over a database gives what the
+// database reads once the batch is written, for random puts, deletions,
+// single deletions, range deletions and merges over a random, partly
+// flushed base, with Get, both directions, bounds and reseeks.
+func TestIndexedBatchMatchesWritten(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	key := func() []byte { return []byte(fmt.Sprintf("k%02d", rng.Intn(40))) }
+	for round := 0; round < 20; round++ {
+		opts := &db.Options{MergeOperator: db.NewStringAppendOperator(",")}
+		d1, _ := openTest(t, opts)
+		d2, _ := openTest(t, opts)
+		both := func(f func(d *db.DB) error) {
+			require.NoError(t, f(d1))
+			require.NoError(t, f(d2))
+		}
+		for i := 0; i < 60; i++ {
+			k, v := key(), []byte(fmt.Sprintf("base%d", i))
+			switch r := rng.Intn(10); {
+			case r < 5:
+				both(func(d *db.DB) error { return d.Put(k, v, nil) })
+			case r < 7:
+				both(func(d *db.DB) error { return d.Merge(k, v, nil) })
+			case r < 8:
+				both(func(d *db.DB) error { return d.Delete(k, nil) })
+			case r < 9:
+				e := key()
+				if string(e) < string(k) {
+					k, e = e, k
+				}
+				both(func(d *db.DB) error { return d.DeleteRange(k, e, nil) })
+			default:
+				both(func(d *db.DB) error { return d.Flush() })
+			}
+		}
+		b := d1.NewIndexedBatch()
+		for i := 0; i < 40; i++ {
+			k, v := key(), []byte(fmt.Sprintf("b%d", i))
+			switch r := rng.Intn(10); {
+			case r < 4:
+				b.Put(k, v)
+			case r < 7:
+				b.Merge(k, v)
+			case r < 8:
+				b.Delete(k)
+			case r < 9:
+				b.SingleDelete(k)
+			default:
+				b.DeleteRange(k, key())
+			}
+		}
+		lo, hi := key(), key()
+		ro := &db.ReadOptions{LowerBound: lo, UpperBound: hi}
+		var gets []string
+		for i := 0; i < 40; i++ {
+			v, err := b.Get([]byte(fmt.Sprintf("k%02d", i)))
+			gets = append(gets, fmt.Sprintf("%s/%v", v, err != nil))
+		}
+		it := b.NewIterator(nil)
+		full := batchScan(t, it)
+		seed := rng.Int63()
+		seeks := reseeks(it, seed)
+		require.NoError(t, it.Close())
+		it = b.NewIterator(ro)
+		bounded := batchScan(t, it)
+		require.NoError(t, it.Close())
+
+		require.NoError(t, d2.Write(b, nil))
+		for i := 0; i < 40; i++ {
+			v, err := d2.Get([]byte(fmt.Sprintf("k%02d", i)), nil)
+			require.Equal(t, fmt.Sprintf("%s/%v", v, err != nil), gets[i], "round %d key k%02d", round, i)
+		}
+		it = d2.NewIterator(nil)
+		require.Equal(t, full, batchScan(t, it), "round %d", round)
+		require.Equal(t, seeks, reseeks(it, seed), "round %d", round)
+		require.NoError(t, it.Close())
+		it = d2.NewIterator(ro)
+		require.Equal(t, bounded, batchScan(t, it), "round %d", round)
+		require.NoError(t, it.Close())
+		require.NoError(t, d1.Close())
+		require.NoError(t, d2.Close())
+	}
+}
+
+// reseeks runs a random walk of seeks and steps and returns where each
+// stopped.
+func reseeks(it *db.Iterator, seed int64) []string {
+	rng := rand.New(rand.NewSource(seed))
+	var out []string
+	for i := 0; i < 60; i++ {
+		k := []byte(fmt.Sprintf("k%02d", rng.Intn(42)))
+		switch rng.Intn(6) {
+		case 0:
+			it.Seek(k)
+		case 1:
+			it.SeekForPrev(k)
+		case 2, 3:
+			it.Next()
+		default:
+			it.Prev()
+		}
+		out = append(out, fmt.Sprintf("%s=%s/%v", it.Key(), it.Value(), it.Valid()))
+	}
+	return out
 }

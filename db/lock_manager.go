@@ -95,7 +95,10 @@ func (m *lockManager) lock(t *Transaction, k lockKey, timeout time.Duration) err
 		}
 		holder := l.holder
 		m.waitMu.Lock()
-		for h := holder; h != nil; h = m.waitFor[h] {
+		// Every edge is a live wait or one about to be removed by a waiter
+		// that woke, and no cycle forms unseen, so the walk ends; the bound
+		// keeps it finite whatever a bug elsewhere left in the map.
+		for h, n := holder, 0; h != nil && n <= len(m.waitFor); h, n = m.waitFor[h], n+1 {
 			if h == t {
 				m.waitMu.Unlock()
 				s.mu.Unlock()
