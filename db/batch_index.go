@@ -372,48 +372,46 @@ func (f *seqFilter) Close() error { return nil }
 // readRange is the key range a transaction's iterator passed over: the hull
 // [lo, hi) of every place it was positioned at and every key it returned,
 // or ran off to (its bound or the end of the key space). Serializable
-// validation checks it for writes after the snapshot.
+// validation checks it for writes after the snapshot. A move sets the end
+// it starts from and then the one it stops at, so each end is set by the
+// first move that reaches it; an end no move set is taken as unbounded.
 type readRange struct {
 	cf           *ColumnFamily
-	set          bool
+	loSet, hiSet bool
 	lo, hi       []byte // lo inclusive, hi exclusive
 	loInf, hiInf bool   // no lower (upper) end
 }
 
+// used reports whether the iterator was positioned.
+func (r *readRange) used() bool { return r.loSet || r.hiSet }
+
+// bounds returns the range to validate, an end that no move set unbounded.
+func (r *readRange) bounds() (lo []byte, loInf bool, hi []byte, hiInf bool) {
+	return r.lo, r.loInf || !r.loSet, r.hi, r.hiInf || !r.hiSet
+}
+
 func (r *readRange) extendLo(k []byte, inf bool) {
-	if !r.set {
-		r.set = true
-		r.lo, r.loInf = append([]byte(nil), k...), inf
-		r.hi, r.hiInf = append([]byte(nil), k...), false
-		return
-	}
-	if r.loInf {
-		return
-	}
-	if inf {
+	switch {
+	case !r.loSet:
+		r.loSet = true
+		r.lo, r.loInf = append(r.lo[:0], k...), inf
+	case r.loInf:
+	case inf:
 		r.loInf = true
-		return
-	}
-	if bytes.Compare(k, r.lo) < 0 {
+	case bytes.Compare(k, r.lo) < 0:
 		r.lo = append(r.lo[:0], k...)
 	}
 }
 
 func (r *readRange) extendHi(k []byte, inf bool) {
-	if !r.set {
-		r.set = true
-		r.lo, r.loInf = append([]byte(nil), k...), false
-		r.hi, r.hiInf = append([]byte(nil), k...), inf
-		return
-	}
-	if r.hiInf {
-		return
-	}
-	if inf {
+	switch {
+	case !r.hiSet:
+		r.hiSet = true
+		r.hi, r.hiInf = append(r.hi[:0], k...), inf
+	case r.hiInf:
+	case inf:
 		r.hiInf = true
-		return
-	}
-	if bytes.Compare(k, r.hi) > 0 {
+	case bytes.Compare(k, r.hi) > 0:
 		r.hi = append(r.hi[:0], k...)
 	}
 }

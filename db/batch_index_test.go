@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/prefix"
+	"github.com/stratadb/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -228,9 +229,12 @@ func TestIndexedBatchMatchesWritten(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	key := func() []byte { return []byte(fmt.Sprintf("k%02d", rng.Intn(40))) }
 	for round := 0; round < 20; round++ {
-		opts := &db.Options{MergeOperator: db.NewStringAppendOperator(",")}
-		d1, _ := openTest(t, opts)
-		d2, _ := openTest(t, opts)
+		open := func() *db.DB {
+			d, err := db.Open("/db", &db.Options{FS: vfs.NewMem(), CreateIfMissing: true, MergeOperator: db.NewStringAppendOperator(",")})
+			require.NoError(t, err)
+			return d
+		}
+		d1, d2 := open(), open()
 		both := func(f func(d *db.DB) error) {
 			require.NoError(t, f(d1))
 			require.NoError(t, f(d2))

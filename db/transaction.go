@@ -446,7 +446,7 @@ func (t *Transaction) validate() error {
 		}
 	}
 	for _, r := range t.ranges {
-		if !r.set {
+		if !r.used() {
 			continue
 		}
 		if err := r.cf.check(t.d); err != nil {
@@ -527,9 +527,11 @@ func (d *DB) tableWrittenSince(f *version.FileMetadata, key []byte, s base.SeqNu
 // lies in r (a point entry in it, or a range tombstone overlapping it) in
 // r's family's current read view. Memtables and tables with nothing at or
 // above s are skipped; the others are scanned over r only.
-func (d *DB) writtenInRangeSince(r *readRange, s base.SeqNum) (bool, error) {
-	rs := r.cf.loadReadState()
+func (d *DB) writtenInRangeSince(tr *readRange, s base.SeqNum) (bool, error) {
+	rs := tr.cf.loadReadState()
 	defer rs.unref()
+	lo, loInf, hi, hiInf := tr.bounds()
+	r := &keyRange{lo: lo, hi: hi, loInf: loInf, hiInf: hiInf}
 	inRange := func(k []byte) bool { return r.hiInf || base.CompareUser(k, r.hi) < 0 }
 	for _, m := range rs.mems {
 		if _, largest := m.SeqNumRange(); largest < s {
@@ -559,7 +561,7 @@ func (d *DB) writtenInRangeSince(r *readRange, s base.SeqNum) (bool, error) {
 	return false, nil
 }
 
-func (d *DB) tableRangeWrittenSince(f *version.FileMetadata, r *readRange, s base.SeqNum, inRange func([]byte) bool) (bool, error) {
+func (d *DB) tableRangeWrittenSince(f *version.FileMetadata, r *keyRange, s base.SeqNum, inRange func([]byte) bool) (bool, error) {
 	e, err := d.tables.acquire(f)
 	if err != nil {
 		return false, err
@@ -584,7 +586,7 @@ func (d *DB) tableRangeWrittenSince(f *version.FileMetadata, r *readRange, s bas
 
 // overlaps reports whether [start, end) (end inclusive with endIncl)
 // meets r.
-func (r *readRange) overlaps(start, end []byte, endIncl bool) bool {
+func (r *keyRange) overlaps(start, end []byte, endIncl bool) bool {
 	if !r.hiInf && base.CompareUser(start, r.hi) >= 0 {
 		return false
 	}
@@ -597,7 +599,7 @@ func (r *readRange) overlaps(start, end []byte, endIncl bool) bool {
 
 // tombstoneSince reports whether one of tombs, of sequence number >= s,
 // overlaps r.
-func (r *readRange) tombstoneSince(tombs []base.Tombstone, s base.SeqNum) bool {
+func (r *keyRange) tombstoneSince(tombs []base.Tombstone, s base.SeqNum) bool {
 	for _, t := range tombs {
 		if t.Seq >= s && r.overlaps(t.Start, t.End, false) {
 			return true
@@ -606,13 +608,21 @@ func (r *readRange) tombstoneSince(tombs []base.Tombstone, s base.SeqNum) bool {
 	return false
 }
 
+// keyRange is a range [lo, hi) to validate; loInf (hiInf) for no lower
+// (upper) end.
+type keyRange struct {
+	lo, hi       []byte
+	loInf, hiInf bool
+}
+
 func (r *readRange) String() string {
-	lo, hi := fmt.Sprintf("%q", r.lo), fmt.Sprintf("%q", r.hi)
-	if r.loInf {
-		lo = "start"
+	lo, loInf, hi, hiInf := r.bounds()
+	l, h := fmt.Sprintf("%q", lo), fmt.Sprintf("%q", hi)
+	if loInf {
+		l = "start"
 	}
-	if r.hiInf {
-		hi = "end"
+	if hiInf {
+		h = "end"
 	}
-	return "[" + lo + ", " + hi + ")"
+	return "[" + l + ", " + h + ")"
 }

@@ -315,6 +315,23 @@ func TestTransactionSerializableConflicts(t *testing.T) {
 					require.NoError(t, it.Close())
 				}
 			}
+			// first and last position once and read one key.
+			first := func(ro *db.ReadOptions) func(*db.Transaction) {
+				return func(tx *db.Transaction) {
+					it := tx.NewIterator(ro)
+					it.SeekToFirst()
+					require.True(t, it.Valid())
+					require.NoError(t, it.Close())
+				}
+			}
+			last := func(ro *db.ReadOptions) func(*db.Transaction) {
+				return func(tx *db.Transaction) {
+					it := tx.NewIterator(ro)
+					it.SeekToLast()
+					require.True(t, it.Valid())
+					require.NoError(t, it.Close())
+				}
+			}
 			cases := []struct {
 				name     string
 				tx       func(*db.Transaction)
@@ -337,6 +354,15 @@ func TestTransactionSerializableConflicts(t *testing.T) {
 				{"range tombstone over the range", walk(nil, "c", 2), func() {
 					require.NoError(t, d.DeleteRange([]byte("e0"), []byte("e1"), nil))
 				}, true},
+				// SeekToFirst and SeekToLast start at the bound, or the end.
+				{"SeekToFirst: insert before the first key", first(nil), w("a"), true},
+				{"SeekToFirst: insert past the key returned", first(nil), w("c"), false},
+				{"SeekToFirst: insert below the lower bound", first(&db.ReadOptions{LowerBound: []byte("c")}), w("c-"), true},
+				{"SeekToFirst with a lower bound: insert below it", first(&db.ReadOptions{LowerBound: []byte("c")}), w("bb"), false},
+				{"SeekToLast: insert past the last key", last(nil), w("z"), true},
+				{"SeekToLast: insert before the key returned", last(nil), w("g"), false},
+				{"SeekToLast with an upper bound: insert at it", last(&db.ReadOptions{UpperBound: []byte("g")}), w("g"), false},
+				{"SeekToLast with an upper bound: insert below it", last(&db.ReadOptions{UpperBound: []byte("g")}), w("f5"), true},
 				// SeekForPrev(g) then back two keys (f, d): [d, g] read.
 				{"backward: insert inside", back("g", 2), w("e"), true},
 				{"backward: insert at the seek key", back("g", 2), w("g"), true},
