@@ -937,3 +937,39 @@ func TestTransactionConcurrentBank(t *testing.T) {
 		})
 	}
 }
+
+// An ingestion after the snapshot is a commit too: its table's entries and
+// range deletions conflict like writes.
+func TestTransactionConflictWithIngestion(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := db.Open("/db", &db.Options{FS: fs, CreateIfMissing: true})
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Put([]byte("m"), []byte("0"), nil))
+	cases := []struct {
+		name     string
+		ops      []extOp
+		conflict bool
+	}{
+		{"written key ingested", []extOp{{key: "k", value: "ingested"}}, true},
+		{"range deletion over the scanned range", []extOp{{key: "p0", end: "p1"}}, true},
+		{"unrelated key", []extOp{{key: "zz", value: "ingested"}}, false},
+	}
+	for i, c := range cases {
+		tx := d.NewTransaction(&db.TransactionOptions{Isolation: db.Serializable})
+		put(t, tx, "k", "txn")
+		it := tx.NewIterator(&db.ReadOptions{LowerBound: []byte("p"), UpperBound: []byte("q")})
+		for it.SeekToFirst(); it.Valid(); it.Next() {
+		}
+		require.NoError(t, it.Close())
+		path := fmt.Sprintf("/ext%d.sst", i)
+		writeExtFile(t, fs, path, c.ops)
+		require.NoError(t, d.Ingest([]string{path}, nil))
+		err := tx.Commit()
+		if c.conflict {
+			require.ErrorIs(t, err, db.ErrConflict, c.name)
+		} else {
+			require.NoError(t, err, c.name)
+		}
+	}
+}
