@@ -469,3 +469,27 @@ func (it *Iterator) trackSeekForPrev(key []byte) {
 	it.trackBuf = append(append(it.trackBuf[:0], key...), 0)
 	it.track.extendHi(it.trackBuf, false)
 }
+
+// nextTracked is Next for an iterator that tracks its range: the plain
+// Next, with tracking off for the call (so that Next itself pays only the
+// nil check), then the range extended to where it stopped.
+func (it *Iterator) nextTracked() {
+	wasValid, r := it.valid, it.track
+	it.track = nil
+	it.Next()
+	it.track = r
+	if wasValid {
+		it.trackEnd(true)
+	}
+}
+
+// prevTracked is nextTracked for Prev.
+func (it *Iterator) prevTracked() {
+	wasValid, r := it.valid, it.track
+	it.track = nil
+	it.Prev()
+	it.track = r
+	if wasValid {
+		it.trackEnd(false)
+	}
+}

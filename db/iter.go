@@ -538,14 +538,10 @@ func (it *Iterator) SeekForPrev(key []byte) {
 
 // Next moves to the next key.
 func (it *Iterator) Next() {
-	wasValid := it.valid
-	it.next()
-	if it.track != nil && wasValid {
-		it.trackEnd(true)
+	if it.track != nil {
+		it.nextTracked()
+		return
 	}
-}
-
-func (it *Iterator) next() {
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return
@@ -575,14 +571,10 @@ func (it *Iterator) next() {
 
 // Prev moves to the previous key.
 func (it *Iterator) Prev() {
-	wasValid := it.valid
-	it.prev()
-	if it.track != nil && wasValid {
-		it.trackEnd(false)
+	if it.track != nil {
+		it.prevTracked()
+		return
 	}
-}
-
-func (it *Iterator) prev() {
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return
