@@ -191,6 +191,11 @@ type DB struct {
 		wals      []uint64
 		walStarts []uint64
 	}
+
+	// txnLocks are the pessimistic transactions' key locks, made on first
+	// use (see DB.lockManager).
+	txnLocksOnce sync.Once
+	txnLocks     *lockManager
 }
 
 // testingHookBetweenViewAndSeq runs the test hook, if any: one nil check on

@@ -111,3 +111,12 @@ func IsClosing(d *DB) bool {
 func ListColumnFamiliesFS(fs vfs.FS, dir string) ([]string, error) {
 	return listColumnFamilies(fs, dir)
 }
+
+// TestingLockWaiting reports whether t is waiting for a lock.
+func (t *Transaction) TestingLockWaiting() bool {
+	m := t.d.lockManager()
+	m.waitMu.Lock()
+	defer m.waitMu.Unlock()
+	_, ok := m.waitFor[t]
+	return ok
+}

@@ -75,6 +75,14 @@ type Iterator struct {
 	refreshKey []byte
 	// lowerBuf and upperBuf keep SetBounds' copies' memory across calls.
 	lowerBuf, upperBuf []byte
+	// batchIter: the iterator reads an indexed batch or a transaction over
+	// the database (see batchIndex.newIterator); Refresh refuses it.
+	batchIter bool
+	// track, set on a Serializable transaction's iterator, collects the
+	// key range it passes over (see readRange); nil otherwise, and the
+	// positioning methods then pay one nil check.
+	track    *readRange
+	trackBuf []byte
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -438,6 +446,9 @@ func (it *Iterator) SeekToFirst() {
 	if !it.usable() {
 		return
 	}
+	if it.track != nil {
+		it.trackStart(nil, nil, true)
+	}
 	it.hasPrefix, it.filterPrefix = false, nil
 	it.resetFilteredChildren()
 	it.dir = forward
@@ -447,6 +458,9 @@ func (it *Iterator) SeekToFirst() {
 		it.iterValid = it.iter.First()
 	}
 	it.findNextUserEntry(false, nil)
+	if it.track != nil {
+		it.trackEnd(true)
+	}
 }
 
 // Seek moves to the first key >= key.
@@ -461,14 +475,23 @@ func (it *Iterator) Seek(key []byte) {
 	if it.lower != nil && bytes.Compare(target, it.lower) < 0 {
 		target = it.lower
 	}
+	if it.track != nil {
+		it.trackStart(target, nil, true)
+	}
 	it.iterValid = it.iter.SeekGE(target)
 	it.findNextUserEntry(false, nil)
+	if it.track != nil {
+		it.trackEnd(true)
+	}
 }
 
 // SeekToLast moves to the last key (before UpperBound).
 func (it *Iterator) SeekToLast() {
 	if !it.usable() {
 		return
+	}
+	if it.track != nil {
+		it.trackStart(nil, nil, false)
 	}
 	it.hasPrefix, it.filterPrefix = false, nil
 	it.resetFilteredChildren()
@@ -479,6 +502,9 @@ func (it *Iterator) SeekToLast() {
 		it.iterValid = it.iter.Last()
 	}
 	it.findPrevUserEntry()
+	if it.track != nil {
+		it.trackEnd(false)
+	}
 }
 
 // SeekForPrev moves to the last key <= key.
@@ -501,11 +527,21 @@ func (it *Iterator) SeekForPrev(key []byte) {
 		it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
 		it.iterValid = it.iter.SeekLT(it.seekBuf)
 	}
+	if it.track != nil {
+		it.trackSeekForPrev(key)
+	}
 	it.findPrevUserEntry()
+	if it.track != nil {
+		it.trackEnd(false)
+	}
 }
 
 // Next moves to the next key.
 func (it *Iterator) Next() {
+	if it.track != nil {
+		it.nextTracked()
+		return
+	}
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return
@@ -535,6 +571,10 @@ func (it *Iterator) Next() {
 
 // Prev moves to the previous key.
 func (it *Iterator) Prev() {
+	if it.track != nil {
+		it.prevTracked()
+		return
+	}
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return

@@ -26,6 +26,10 @@ func (it *Iterator) Refresh() error {
 	if it.closed {
 		return errors.Wrap(ErrClosed, "strata: Refresh of a closed iterator")
 	}
+	if it.batchIter {
+		// Its state includes the batch's index as of NewIterator.
+		return errors.Wrap(ErrInvalidArgument, "strata: Refresh of an indexed batch's or a transaction's iterator: make a new one")
+	}
 	d := it.d
 	if err := it.cf.check(d); err != nil {
 		// A closed database, or a family dropped since NewIterator: there

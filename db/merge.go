@@ -186,6 +186,9 @@ func (b *Batch) Merge(key, operand []byte) {
 	}
 	b.b.Merge(key, operand)
 	b.hasMerge, b.usesDefault = true, true
+	if b.index != nil {
+		b.indexLast(0, base.KindMerge, key, operand)
+	}
 }
 
 // SingleDelete adds a single deletion of key (see DB.SingleDelete).
@@ -195,6 +198,9 @@ func (b *Batch) SingleDelete(key []byte) {
 	}
 	b.b.SingleDelete(key)
 	b.usesDefault = true
+	if b.index != nil {
+		b.indexLast(0, base.KindSingleDelete, key, nil)
+	}
 }
 
 // mergeBuf holds merge operands copied out of engine memory: one byte
