@@ -329,6 +329,12 @@ func (cf *ColumnFamily) noteSeekCandidate(f *version.FileMetadata, level int) {
 // pickFIFOLocked picks a FIFO deletion, or with allowMerge an intra-L0
 // merge of small files. d.mu must be held.
 func (d *DB) pickFIFOLocked(cf *ColumnFamily, v *version.Version, allowMerge bool) *compaction {
+	if ttl := cf.ttlSeconds(); ttl > 0 {
+		if del := fifoExpired(v, ttl, d.nowUnix()); len(del) > 0 {
+			p := &version.Pick{Inputs: [2][]*version.FileMetadata{del, nil}}
+			return &compaction{cf: cf, kind: compactionDelete, pick: p}
+		}
+	}
 	if del := v.PickFIFODeletions(uint64(cf.opts.FIFOMaxTableFilesSize)); len(del) > 0 {
 		p := &version.Pick{Inputs: [2][]*version.FileMetadata{del, nil}}
 		return &compaction{cf: cf, kind: compactionDelete, pick: p}
@@ -341,6 +347,26 @@ func (d *DB) pickFIFOLocked(cf *ColumnFamily, v *version.Version, allowMerge boo
 		return nil
 	}
 	return &compaction{cf: cf, kind: compactionMerge, pick: p, targetSize: math.MaxUint64}
+}
+
+// fifoExpired returns the L0 files, oldest first, that FIFO's TTL drops
+// (RocksDB's FIFO ttl, PickTTLCompaction): every file from the oldest up
+// to the first written less than ttl seconds before now. The age is the
+// file's creation time (MANIFEST's file_creation_time), when it was
+// written: no entry in it is younger, so a dropped table holds only
+// expired values. RocksDB reads its rocksdb.creation.time property
+// instead; a file without a creation time is never dropped.
+func fifoExpired(v *version.Version, ttl, now int64) []*version.FileMetadata {
+	files := v.Levels[0] // newest first
+	var out []*version.FileMetadata
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if f.Compacting || f.CreationTime == 0 || f.CreationTime+ttl >= now {
+			break
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // newCompaction turns a leveled pick into a job: a trivial move when a

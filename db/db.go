@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/cache"
@@ -142,6 +143,9 @@ type DB struct {
 	// catches it (see compactionFault). Atomic: a test may set it while a
 	// compaction begins.
 	testingCompactionFault atomic.Uint32
+	// testingClock, when set (tests only, SetClockForTesting), is the
+	// clock TTL reads instead of time.Now.
+	testingClock atomic.Pointer[func() time.Time]
 
 	mu struct {
 		sync.Mutex
