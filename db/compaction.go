@@ -597,6 +597,20 @@ func (cf *ColumnFamily) CompactRange(start, end []byte) error {
 			return err
 		}
 	}
+	if d.mu.bgErr == nil && (cf.opts.CompactionFilter != nil || cf.opts.TTL > 0) {
+		// RocksDB's bottommost_level_compaction=kIfHaveCompactionFilter
+		// (its default): with a filter (TTL's included) the deepest
+		// level is rewritten in place too, so the filter sees every
+		// entry in the range.
+		v := cf.mu.vf.Current()
+		if p := v.PickInLevel(v.DeepestOverlapping(start, end), start, end); p != nil {
+			c := cf.newCompaction(v, p, true)
+			d.startCompactionLocked(c)
+			if err := d.runCompactionLocked(c); err != nil {
+				return err
+			}
+		}
+	}
 	return d.mu.bgErr
 }
 
