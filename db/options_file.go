@@ -99,6 +99,16 @@ func (d *DB) familyMergeOperatorLocked(cf *ColumnFamily) error {
 		return nil
 	}
 	fileOp, _ := mergeOperatorID(v)
+	if fileOp == "TtlMergeOperator" {
+		// RocksDB's DBWithTTL records its wrapper over the user's
+		// operator; Strata's TTL wraps the family's operator itself
+		// (ttlMergeOperator), so the user's is the one to settle.
+		v = optionsfile.ParseNested(v)["user_operator"]
+		if v == "" {
+			v = "nullptr"
+		}
+		fileOp, _ = mergeOperatorID(v)
+	}
 	if cf.id == 0 {
 		d.fileMergeOperator = fileOp
 	}
