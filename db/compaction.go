@@ -104,6 +104,9 @@ type compaction struct {
 	maxOverlap uint64
 	// outputs are the tables installed, for the CompactionEnd event.
 	outputs []*version.FileMetadata
+	// filtered: the filter (or TTL) changed or removed an entry in the
+	// last run; noFilter runs it without one (see compactLocked).
+	filtered, noFilter bool
 }
 
 // errCompactionAborted ends a compaction that Close interrupted; a
@@ -455,15 +458,36 @@ func (d *DB) compactLocked(c *compaction) error {
 		outs = []*version.FileMetadata{f}
 		d.stats.level[p.OutputLevel].bytesMoved.Add(f.Size)
 	case compactionMerge:
-		snaps := d.mu.snapshots.seqs()
-		d.mu.Unlock()
-		var err error
-		outs, err = d.runCompaction(c, snaps)
-		killpoint.Maybe("compaction.after_outputs")
-		d.mu.Lock()
-		if err != nil {
+		for try := 0; ; try++ {
+			snaps := d.mu.snapshots.seqs()
+			c.filtered = false
+			d.mu.Unlock()
+			var err error
+			outs, err = d.runCompaction(c, snaps)
+			killpoint.Maybe("compaction.after_outputs")
+			d.mu.Lock()
+			if err != nil {
+				d.discardOutputsLocked(outs)
+				return err
+			}
+			if !c.filtered {
+				break
+			}
+			if !d.mu.snapshots.newerThan(snaps) {
+				d.mu.snapshotHold++
+				defer d.releaseSnapshotHoldLocked()
+				break
+			}
+			// A snapshot taken while the compaction ran sees the entries
+			// it filtered as "seen by no snapshot": installing the
+			// outputs would change what that snapshot reads. Run again
+			// with the snapshots of now; after a few tries (snapshots
+			// keep coming), without the filter, which is always safe.
 			d.discardOutputsLocked(outs)
-			return err
+			outs = nil
+			if try == 2 {
+				c.noFilter = true
+			}
 		}
 	}
 	for _, f := range outs {

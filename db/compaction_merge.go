@@ -181,6 +181,9 @@ func (m *compactionMerger) run() error {
 			// The newest version of the key, seen by no snapshot: the only
 			// one the filter is asked about.
 			d, nv := m.filt.filter(uk, value)
+			if d != FilterKeep {
+				m.out.c.filtered = true
+			}
 			switch d {
 			case FilterRemove:
 				kind, value = base.KindDelete, nil
@@ -224,6 +227,7 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 	}
 	addOp := func(v []byte, seq base.SeqNum) {
 		if opFilter.dropOperand(m.cur, v) {
+			m.out.c.filtered = true
 			return
 		}
 		m.ops.add(v)

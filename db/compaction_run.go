@@ -86,8 +86,12 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 // writes the rest to out. Merge operands and single deletions follow the
 // rules in compaction_merge.go.
 func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
+	var filt *entryFilter
+	if !out.c.noFilter {
+		filt = out.c.cf.newEntryFilter(out.c.pick.StartLevel, false)
+	}
 	cm := compactionMerger{d: d, cf: out.c.cf, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.mergeOperator(),
-		filt:  out.c.cf.newEntryFilter(out.c.pick.StartLevel, false),
+		filt:  filt,
 		fault: compactionFault(d.testingCompactionFault.Load())}
 	return cm.run()
 }

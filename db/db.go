@@ -153,6 +153,12 @@ type DB struct {
 		// background error is set and when the DB closes.
 		cond     sync.Cond
 		versions *version.VersionSet
+		// snapshotHold counts flushes and compactions whose filter changed
+		// entries seen by no snapshot, from the check that no snapshot was
+		// taken since they were planned until their outputs are installed:
+		// NewSnapshot waits for it to be 0, so that no snapshot sees the
+		// entries before the install and the filtered ones after.
+		snapshotHold int
 		// fams are the live column families, by id (the default first).
 		// It changes with d.commit.mu held too (families are created and
 		// dropped with the pipeline drained).

@@ -41,19 +41,19 @@ type flushMergeIter struct {
 	seqs []base.SeqNum
 }
 
-// flushIter returns the iterator a flush of m writes: with a merge
-// operator and no range deletion in m, operands are combined. d.mu must be
-// held (for the snapshot list).
-func (cf *ColumnFamily) flushIter(m *memtable.MemTable) iterator.Iterator {
+// flushIter returns the iterator a flush of m writes, planned with the
+// snapshots snaps: with a merge operator and no range deletion in m,
+// operands are combined; with filter and a CompactionFilter that opts in
+// (FilterOnFlush), values are filtered.
+func (cf *ColumnFamily) flushIter(m *memtable.MemTable, snaps []base.SeqNum, filter bool) iterator.Iterator {
 	d := cf.d
 	it := m.NewIter()
 	op := cf.mergeOperator()
-	snaps := d.mu.snapshots.seqs()
 	var out iterator.Iterator = it
 	if op != nil && !m.HasTombstones() {
 		out = &flushMergeIter{Iterator: it, d: d, cf: cf, op: op, snaps: snaps}
 	}
-	if f := cf.newEntryFilter(0, true); f != nil {
+	if f := cf.newEntryFilter(0, true); filter && f != nil {
 		out = &flushFilterIter{Iterator: out, f: f, last: len(snaps), snaps: snaps}
 	}
 	return out
@@ -209,6 +209,8 @@ type flushFilterIter struct {
 
 	cur     []byte // the user key of the entry yielded
 	started bool
+	// altered: a decision other than FilterKeep was applied.
+	altered bool
 	skip    []byte // FilterRemoveAndSkipUntil's bound; nil: none
 	// made: the entry yielded is key/value, not the inner iterator's.
 	made  bool
@@ -262,6 +264,9 @@ func (f *flushFilterIter) settle(ok bool) bool {
 			return true
 		}
 		d, nv := f.f.filter(k.UserKey, f.Iterator.Value())
+		if d != FilterKeep {
+			f.altered = true
+		}
 		switch d {
 		case FilterRemove:
 			f.made, f.key, f.value = true, base.MakeInternalKey(f.cur, k.SeqNum(), base.KindDelete), nil
