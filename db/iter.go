@@ -83,6 +83,9 @@ type Iterator struct {
 	ttl            int64
 	now            int64
 	includeExpired bool
+	// ttlValue is the current value as stored, kept by the positioning's
+	// expiry check (reading it again costs as much as the check).
+	ttlValue []byte
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -320,12 +323,11 @@ func (it *Iterator) Value() []byte {
 	if !it.Valid() {
 		return nil
 	}
-	v := it.rawValue()
 	if it.ttl > 0 {
-		// Positioning checked the suffix is there.
-		v = v[:len(v)-ttlSuffixLen]
+		// Positioning checked the suffix is there and kept the value.
+		return it.ttlValue[:len(it.ttlValue)-ttlSuffixLen]
 	}
-	return v
+	return it.rawValue()
 }
 
 // rawValue is the current value as stored (with a TTL suffix).
@@ -341,6 +343,7 @@ func (it *Iterator) rawValue() []byte {
 // iterator with ErrCorruption.
 func (it *Iterator) ttlSkip() bool {
 	v := it.rawValue()
+	it.ttlValue = v
 	if len(v) < ttlSuffixLen {
 		it.err = base.CorruptionErrorf("strata: column family %q: value of key %q has %d bytes, too short for its TTL timestamp", it.cf.name, it.Key(), len(v))
 		it.valid = false
