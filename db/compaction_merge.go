@@ -34,6 +34,13 @@ import (
 //     below, in older stripes or lower levels. A Delete right under a
 //     value of the same stripe is kept for the same reason (Put, snapshot,
 //     Delete, Put, SingleDelete is within the contract).
+//   - with a CompactionFilter or TTL (filt), the newest value of a key in
+//     the last stripe (seen by no snapshot) goes through the filter: a
+//     removal becomes a deletion at its sequence number (so nothing older
+//     shows again), then follows the deletion rules; a skip drops every
+//     last-stripe entry below its bound. Operands of a last-stripe stack go
+//     through FilterMergeOperand. Entries a snapshot sees never reach the
+//     filter (docs/compaction-filters.md).
 type compactionMerger struct {
 	d     *DB
 	cf    *ColumnFamily
