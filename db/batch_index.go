@@ -194,6 +194,11 @@ func (b *Batch) GetCF(cf *ColumnFamily, key []byte) ([]byte, error) {
 	if b.index == nil {
 		return nil, errNotIndexed
 	}
+	if cf != nil {
+		if err := errTTLFamily(cf); err != nil {
+			return nil, err
+		}
+	}
 	return b.index.get(cf, key, nil, b.b.Count())
 }
 
@@ -277,6 +282,9 @@ func (b *Batch) NewIteratorCF(cf *ColumnFamily, ro *ReadOptions) *Iterator {
 	}
 	if cf == nil || cf.d != b.index.d {
 		return &Iterator{err: errors.Wrap(ErrInvalidArgument, "strata: batch iterator of a column family of another database (or nil)"), closed: true}
+	}
+	if err := errTTLFamily(cf); err != nil {
+		return &Iterator{err: err, closed: true}
 	}
 	return b.index.newIterator(cf, ro, b.b.Count(), nil)
 }

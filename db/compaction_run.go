@@ -2,7 +2,6 @@ package db
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -87,7 +86,12 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 // writes the rest to out. Merge operands and single deletions follow the
 // rules in compaction_merge.go.
 func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
-	cm := compactionMerger{d: d, cf: out.c.cf, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.opts.MergeOperator,
+	var filt *entryFilter
+	if !out.c.noFilter {
+		filt = out.c.cf.newEntryFilter(out.c.pick.StartLevel, false)
+	}
+	cm := compactionMerger{d: d, cf: out.c.cf, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.mergeOperator(),
+		filt:  filt,
 		fault: compactionFault(d.testingCompactionFault.Load())}
 	return cm.run()
 }
@@ -288,7 +292,7 @@ func (o *compactionOutputs) finish(upper []byte) error {
 		o.dropPending()
 		return errors.Wrapf(err, "strata: finishing table %s", o.name)
 	}
-	now := time.Now().Unix()
+	now := o.d.nowUnix()
 	o.metas = append(o.metas, &version.FileMetadata{
 		FileNum: o.fileNum, Size: wm.Size,
 		Smallest: wm.Smallest.Clone(), Largest: wm.Largest.Clone(),

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/cache"
@@ -142,6 +143,9 @@ type DB struct {
 	// catches it (see compactionFault). Atomic: a test may set it while a
 	// compaction begins.
 	testingCompactionFault atomic.Uint32
+	// testingClock, when set (tests only, SetClockForTesting), is the
+	// clock TTL reads instead of time.Now.
+	testingClock atomic.Pointer[func() time.Time]
 
 	mu struct {
 		sync.Mutex
@@ -149,6 +153,12 @@ type DB struct {
 		// background error is set and when the DB closes.
 		cond     sync.Cond
 		versions *version.VersionSet
+		// snapshotHold counts flushes and compactions whose filter changed
+		// entries seen by no snapshot, from the check that no snapshot was
+		// taken since they were planned until their outputs are installed:
+		// NewSnapshot waits for it to be 0, so that no snapshot sees the
+		// entries before the install and the filtered ones after.
+		snapshotHold int
 		// fams are the live column families, by id (the default first).
 		// It changes with d.commit.mu held too (families are created and
 		// dropped with the pipeline drained).

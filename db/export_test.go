@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/vfs"
@@ -119,4 +120,14 @@ func (t *Transaction) TestingLockWaiting() bool {
 	defer m.waitMu.Unlock()
 	_, ok := m.waitFor[t]
 	return ok
+}
+
+// SetClockForTesting makes TTL read the time from now instead of
+// time.Now; nil restores the real clock.
+func SetClockForTesting(d *DB, now func() time.Time) {
+	if now == nil {
+		d.testingClock.Store(nil)
+		return
+	}
+	d.testingClock.Store(&now)
 }

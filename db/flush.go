@@ -248,7 +248,11 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	d.evFlushBegin(ev)
 	defer func() { d.evFlushEnd(ev, meta, start, err) }()
 	if !m.Empty() {
-		meta, err = d.writeLevel0TableLocked(cf, m.MemTable)
+		var held bool
+		meta, held, err = d.writeLevel0TableLocked(cf, m.MemTable)
+		if held {
+			defer d.releaseSnapshotHoldLocked()
+		}
 		if err != nil {
 			return err
 		}
@@ -332,20 +336,44 @@ func (d *DB) minLogToKeepAfterLocked(cf *ColumnFamily, nextLog uint64) uint64 {
 
 // writeLevel0TableLocked writes the contents of m, a memtable of cf, into a
 // new table file. d.mu must be held; it is released during the write.
-func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (*version.FileMetadata, error) {
+// held reports that the filter changed entries and d.mu.snapshotHold was
+// taken: the caller releases it once the table is installed (or not).
+func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (meta *version.FileMetadata, held bool, err error) {
 	fileNum := d.mu.versions.NextFileNum()
 	d.mu.pendingOutputs[fileNum] = struct{}{}
-	it := cf.flushIter(m)
+	snaps := d.mu.snapshots.seqs()
+	it := cf.flushIter(m, snaps, true)
 	d.mu.Unlock()
 	start := time.Now()
-	meta, err := cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
+	meta, err = cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
 	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
 	d.mu.Lock()
 	if err != nil {
 		delete(d.mu.pendingOutputs, fileNum)
-		return nil, err
+		return nil, false, err
 	}
-	return meta, nil
+	if ff, ok := it.(*flushFilterIter); ok && ff.altered && !d.mu.snapshots.newerThan(snaps) {
+		d.mu.snapshotHold++
+		return meta, true, nil
+	} else if ok && ff.altered {
+		// A snapshot taken during the flush reads the memtable's entries
+		// the filter took for seen by no snapshot (see compactLocked):
+		// write the memtable again, unfiltered (the filter runs in later
+		// compactions).
+		d.discardOutputsLocked([]*version.FileMetadata{meta})
+		fileNum = d.mu.versions.NextFileNum()
+		d.mu.pendingOutputs[fileNum] = struct{}{}
+		snaps = d.mu.snapshots.seqs()
+		it = cf.flushIter(m, snaps, false)
+		d.mu.Unlock()
+		meta, err = cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
+		d.mu.Lock()
+		if err != nil {
+			delete(d.mu.pendingOutputs, fileNum)
+			return nil, false, err
+		}
+	}
+	return meta, false, nil
 }
 
 // unflushedLocked reports whether any family holds writes only in its

@@ -83,6 +83,17 @@ type Iterator struct {
 	// positioning methods then pay one nil check.
 	track    *readRange
 	trackBuf []byte
+
+	// ttl is the family's TTL in seconds (0: none): values carry a write
+	// time suffix, which Value strips, and those expired at now (the
+	// clock when NewIterator or Refresh ran: one instant for the whole
+	// view) are stepped over unless includeExpired.
+	ttl            int64
+	now            int64
+	includeExpired bool
+	// ttlValue is the current value as stored, kept by the positioning's
+	// expiry check (reading it again costs as much as the check).
+	ttlValue []byte
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -125,6 +136,9 @@ func (cf *ColumnFamily) NewIterator(ro *ReadOptions) *Iterator {
 		it.upper = append([]byte{}, ro.UpperBound...)
 	}
 	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
+	if it.ttl = cf.ttlSeconds(); it.ttl > 0 {
+		it.now, it.includeExpired = d.nowUnix(), ro.IncludeExpired
+	}
 	it.h = cf.extractor.Load()
 	st, err := d.acquireIterState(rs, snap)
 	if err != nil {
@@ -317,10 +331,33 @@ func (it *Iterator) Value() []byte {
 	if !it.Valid() {
 		return nil
 	}
+	if it.ttl > 0 {
+		// Positioning checked the suffix is there and kept the value.
+		return it.ttlValue[:len(it.ttlValue)-ttlSuffixLen]
+	}
+	return it.rawValue()
+}
+
+// rawValue is the current value as stored (with a TTL suffix).
+func (it *Iterator) rawValue() []byte {
 	if it.dir == forward && !it.merged {
 		return it.iter.Value()
 	}
 	return it.savedValue
+}
+
+// ttlSkip reports whether the current value of a TTL family is to be
+// stepped over (expired); a value without room for the suffix stops the
+// iterator with ErrCorruption.
+func (it *Iterator) ttlSkip() bool {
+	v := it.rawValue()
+	it.ttlValue = v
+	if len(v) < ttlSuffixLen {
+		it.err = base.CorruptionErrorf("strata: column family %q: value of key %q has %d bytes, too short for its TTL timestamp", it.cf.name, it.Key(), len(v))
+		it.valid = false
+		return false
+	}
+	return !it.includeExpired && ttlExpired(v, it.ttl, it.now)
 }
 
 // Err returns the error that stopped the iterator, if any; after the DB's
@@ -621,6 +658,19 @@ func (it *Iterator) Prev() {
 // the first visible, live key; with skipping set it first passes every
 // entry of skip.
 func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
+	it.findNextEntry(skipping, skip)
+	for it.ttl > 0 && it.valid && it.ttlSkip() {
+		// An expired value: the key reads as absent (as Next would step).
+		if !it.merged {
+			it.savedKey = append(it.savedKey[:0], it.iter.Key().UserKey...)
+			it.iterValid = it.iter.Next()
+		}
+		it.findNextEntry(true, it.savedKey)
+	}
+}
+
+// findNextEntry is findNextUserEntry before TTL expiry.
+func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
 	it.merged = false
 	for ; it.iterValid; it.iterValid = it.iter.Next() {
 		k := it.iter.Key()
@@ -683,6 +733,16 @@ func (it *Iterator) saveSkip(key []byte) []byte {
 // the previous visible, live key, leaving the internal iterator just before
 // that key's entries.
 func (it *Iterator) findPrevUserEntry() {
+	it.findPrevEntry()
+	for it.ttl > 0 && it.valid && it.ttlSkip() {
+		// An expired value: the key reads as absent. The internal
+		// iterator rests before its entries.
+		it.findPrevEntry()
+	}
+}
+
+// findPrevEntry is findPrevUserEntry before TTL expiry.
+func (it *Iterator) findPrevEntry() {
 	it.merged = false
 	haveValue := false
 	// hasBase: savedValue holds the value under the operands in it.mbuf

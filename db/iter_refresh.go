@@ -73,6 +73,9 @@ func (it *Iterator) Refresh() error {
 	st.owner = it
 	it.st, it.iter, it.tombs, it.snap = st, &st.merging, &st.tombs, snap
 	it.err = nil
+	if it.ttl > 0 {
+		it.now = d.nowUnix()
+	}
 	if !wasValid {
 		return nil
 	}

@@ -3,6 +3,7 @@ package db
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/memtable"
@@ -284,6 +285,19 @@ type Options struct {
 	// reading a key with merge operands fails with an error naming the
 	// operator the OPTIONS file asks for.
 	MergeOperator MergeOperator
+	// CompactionFilter is asked, in every compaction (and in flushes when
+	// it opts in), what becomes of each value no snapshot sees: keep,
+	// remove, change, or remove a run of keys (see CompactionFilter). Its
+	// Name is recorded in the OPTIONS file. Default: none.
+	CompactionFilter CompactionFilter
+	// TTL, when > 0, stores values in RocksDB's DBWithTTL format (a 4-byte
+	// write-time suffix, readable by `ldb --ttl`): reads never return a
+	// value written more than TTL ago (unless ReadOptions.IncludeExpired),
+	// compactions drop such values, and with FIFO compaction whole tables
+	// older than TTL are dropped (RocksDB's FIFO ttl). Whole seconds, at
+	// most 2^31-1; a database must keep its TTL setting on (values written
+	// without the suffix read as ErrCorruption). Default: 0, off.
+	TTL time.Duration
 	// ColumnFamilies gives the options of named column families at Open
 	// (see ColumnFamilyOptions). A family of the database that is not named
 	// gets the options its section of the newest OPTIONS file records; an
@@ -382,6 +396,10 @@ type ReadOptions struct {
 	PrefixSameAsStart bool
 	// TotalOrderSeek never uses prefix filters.
 	TotalOrderSeek bool
+	// IncludeExpired, in a family with a TTL, returns values older than the
+	// TTL that no compaction has dropped yet (what RocksDB's DBWithTTL
+	// reads return); by default they read as absent.
+	IncludeExpired bool
 }
 
 // WriteOptions control one write.
@@ -436,6 +454,10 @@ func (o *Options) validate() error {
 		return bad("Compression", int(o.Compression), "unknown compression")
 	case o.CompactionStyle != LevelCompaction && o.CompactionStyle != FIFOCompaction:
 		return bad("CompactionStyle", int(o.CompactionStyle), "unknown compaction style")
+	case o.TTL < 0 || o.TTL > maxTTL:
+		return bad("TTL", o.TTL, "must be in [0, 2^31-1 seconds]")
+	case o.TTL%time.Second != 0:
+		return bad("TTL", o.TTL, "must be a whole number of seconds (RocksDB keeps it in seconds)")
 	case o.FIFOMaxTableFilesSize < 0:
 		return bad("FIFOMaxTableFilesSize", o.FIFOMaxTableFilesSize, "must not be negative")
 	case o.BlockCacheSize < 0:

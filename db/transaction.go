@@ -156,6 +156,17 @@ func (t *Transaction) checkFamily(cf *ColumnFamily) error {
 	if cf == nil || cf.d != t.d {
 		return errors.Wrap(ErrInvalidArgument, "strata: transaction on a column family of another database (or nil)")
 	}
+	return errTTLFamily(cf)
+}
+
+// errTTLFamily refuses transactions and indexed batches on a family with a
+// TTL: their buffered values carry no write time, and reading them through
+// the TTL read path would take four bytes of value for one (RocksDB's
+// DBWithTTL and TransactionDB do not combine either).
+func errTTLFamily(cf *ColumnFamily) error {
+	if cf.opts.TTL > 0 {
+		return errors.Wrapf(ErrInvalidArgument, "strata: column family %q has a TTL: transactions and indexed batches are not supported on it", cf.name)
+	}
 	return nil
 }
 
@@ -394,6 +405,11 @@ func (d *DB) writeValidated(b *Batch, validate func() error) error {
 			return err
 		}
 		fams = append(fams, f.cf)
+	}
+	for _, f := range fams {
+		if err := errTTLFamily(f); err != nil {
+			return err
+		}
 	}
 	var cf *ColumnFamily
 	if len(fams) == 1 {
