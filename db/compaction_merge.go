@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"sync/atomic"
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/iterator"
@@ -43,6 +44,9 @@ type compactionMerger struct {
 	snaps []base.SeqNum
 	op    MergeOperator
 	fault compactionFault // faultNone outside tests
+	// cancel, set when another range of a split compaction failed, stops
+	// the walk at the next user key; nil when the compaction is not split.
+	cancel *atomic.Bool
 
 	cur     []byte // the current user key
 	emitted bool   // an entry of cur was written
@@ -95,6 +99,12 @@ func (m *compactionMerger) run() error {
 		k := it.Key()
 		uk, seq := k.UserKey, k.SeqNum()
 		if !started || !bytes.Equal(uk, m.cur) {
+			if m.cancel != nil && m.cancel.Load() {
+				return errSubcompactionCancelled
+			}
+			if m.d.compactAbort.Load() {
+				return errCompactionAborted
+			}
 			m.cur = append(m.cur[:0], uk...)
 			started, m.emitted = true, false
 			lastStripe = -1
