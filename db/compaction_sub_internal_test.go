@@ -336,4 +336,3 @@ func TestMaxSubcompactionsSetOptions(t *testing.T) {
 	_, err = Open("db", subOptions(mem, -1))
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
-
