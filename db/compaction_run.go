@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,8 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 		errs[0] = d.runSubcompaction(outs[0], sets, snaps, nil)
 	} else {
 		d.stats.subcompactions.Add(uint64(n))
+		d.logf(slog.LevelInfo, "compaction split into subcompactions", "family", c.cf.name,
+			"start_level", c.pick.StartLevel, "output_level", c.pick.OutputLevel, "ranges", n, "input_bytes", inBytes)
 		var wg sync.WaitGroup
 		for i := range outs {
 			wg.Add(1)

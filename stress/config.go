@@ -53,7 +53,8 @@ type Config struct {
 	MaxBytesForLevelBase int64
 	// Subcompactions sets Options.MaxSubcompactions (0 = default, 1); with
 	// more than 1, SetOptions operations also change max_subcompactions
-	// between 1 and it.
+	// between 1 and it, and the target file size is 32 KiB, so that the
+	// small database's L0 and manual compactions split.
 	Subcompactions int
 	Sync           bool
 	DisableWAL     bool

@@ -122,6 +122,12 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		HighPriPoolRatio:                                 r.cfg.HighPriPoolRatio,
 		BlockCacheSize:                                   r.cfg.BlockCacheSize,
 	}
+	if r.cfg.Subcompactions > 1 {
+		// A compaction is split into at most one range per 80% of the
+		// target file size of input: at the default 64 MiB the stress
+		// database's compactions would never split.
+		o.TargetFileSizeBase = 32 << 10
+	}
 	if r.cfg.PartitionIndexAndFilters {
 		o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 256
 	}
@@ -167,6 +173,7 @@ func (r *Runner) cfOptions(o *db.Options, ext string) (*db.ColumnFamilyOptions, 
 		PartitionFilters:                 o.PartitionFilters,
 		MetadataBlockSize:                o.MetadataBlockSize,
 		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
+		TargetFileSizeBase:               o.TargetFileSizeBase,
 		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
 	}
 	if ext != "" {
