@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/internal/vfs/errorfs"
 	"github.com/stretchr/testify/require"
@@ -335,4 +336,58 @@ func TestMaxSubcompactionsSetOptions(t *testing.T) {
 	require.NoError(t, d.Close())
 	_, err = Open("db", subOptions(mem, -1))
 	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// The boundaries cut a compaction into ranges of about equal input bytes,
+// in increasing order inside the inputs' key range; a compaction too small
+// for its target file size, or not from L0 and not manual, is not cut.
+func TestSubcompactionBoundariesBalance(t *testing.T) {
+	d, err := Open("db", subOptions(vfs.NewMem(), 4))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	subFill(t, d)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur := d.def.mu.vf.Current()
+	p := cur.PickRange(0, 1, nil, nil)
+	require.NotNil(t, p)
+	c := d.def.newCompaction(cur, p, true)
+	bounds, err := d.subcompactionBoundaries(c, 4)
+	require.NoError(t, err)
+	require.Len(t, bounds, 3)
+	var total uint64
+	for _, f := range p.Inputs[0] {
+		total += f.Size
+	}
+	edges := append(append([][]byte{nil}, bounds...), nil)
+	for i := 0; i+1 < len(edges); i++ {
+		if edges[i] != nil && edges[i+1] != nil {
+			require.Negative(t, bytes.Compare(edges[i], edges[i+1]))
+		}
+		var n uint64
+		for _, f := range p.Inputs[0] {
+			b, err := d.approximateTableSize(f, edges[i], edges[i+1])
+			require.NoError(t, err)
+			n += b
+		}
+		require.InDelta(t, float64(total)/4, float64(n), float64(total)/10, "range %d of %d bytes holds %d", i, total, n)
+	}
+	require.Positive(t, bytes.Compare(bounds[0], p.Smallest))
+	require.Negative(t, bytes.Compare(bounds[2], p.Largest))
+
+	// One range per 80% of the target file size at most.
+	c.targetSize = total
+	bounds, err = d.subcompactionBoundaries(c, 4)
+	require.NoError(t, err)
+	require.Len(t, bounds, 1)
+	c.targetSize = 2 * total
+	bounds, err = d.subcompactionBoundaries(c, 4)
+	require.NoError(t, err)
+	require.Empty(t, bounds)
+	// Automatic compactions below L0 are not split.
+	c.targetSize, c.manual = total/8, false
+	c.pick = &version.Pick{StartLevel: 1, OutputLevel: 2, Inputs: p.Inputs, Smallest: p.Smallest, Largest: p.Largest}
+	bounds, err = d.subcompactionBoundaries(c, 4)
+	require.NoError(t, err)
+	require.Empty(t, bounds)
 }
