@@ -105,8 +105,10 @@ type compaction struct {
 	// outputs are the tables installed, for the CompactionEnd event.
 	outputs []*version.FileMetadata
 	// filtered: the filter (or TTL) changed or removed an entry in the
-	// last run; noFilter runs it without one (see compactLocked).
-	filtered, noFilter bool
+	// last run (set by every key range of a split compaction, so atomic);
+	// noFilter runs it without one (see compactLocked).
+	filtered atomic.Bool
+	noFilter bool
 }
 
 // errCompactionAborted ends a compaction that Close interrupted; a
@@ -460,7 +462,7 @@ func (d *DB) compactLocked(c *compaction) error {
 	case compactionMerge:
 		for try := 0; ; try++ {
 			snaps := d.mu.snapshots.seqs()
-			c.filtered = false
+			c.filtered.Store(false)
 			d.mu.Unlock()
 			var err error
 			outs, err = d.runCompaction(c, snaps)
@@ -470,7 +472,7 @@ func (d *DB) compactLocked(c *compaction) error {
 				d.discardOutputsLocked(outs)
 				return err
 			}
-			if !c.filtered {
+			if !c.filtered.Load() {
 				break
 			}
 			if !d.mu.snapshots.newerThan(snaps) {

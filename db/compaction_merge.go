@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"sync/atomic"
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/iterator"
@@ -54,6 +55,9 @@ type compactionMerger struct {
 	// skip is the bound of a FilterRemoveAndSkipUntil in force: entries of
 	// keys below it in the last stripe are dropped; nil: none.
 	skip []byte
+	// cancel, set when another range of a split compaction failed, stops
+	// the walk at the next user key; nil when the compaction is not split.
+	cancel *atomic.Bool
 
 	cur     []byte // the current user key
 	emitted bool   // an entry of cur was written
@@ -106,6 +110,12 @@ func (m *compactionMerger) run() error {
 		k := it.Key()
 		uk, seq := k.UserKey, k.SeqNum()
 		if !started || !bytes.Equal(uk, m.cur) {
+			if m.cancel != nil && m.cancel.Load() {
+				return errSubcompactionCancelled
+			}
+			if m.d.compactAbort.Load() {
+				return errCompactionAborted
+			}
 			m.cur = append(m.cur[:0], uk...)
 			started, m.emitted = true, false
 			lastStripe = -1
@@ -189,7 +199,7 @@ func (m *compactionMerger) run() error {
 			// one the filter is asked about.
 			d, nv := m.filt.filter(uk, value)
 			if d != FilterKeep {
-				m.out.c.filtered = true
+				m.out.c.filtered.Store(true)
 			}
 			switch d {
 			case FilterRemove:
@@ -234,7 +244,7 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 	}
 	addOp := func(v []byte, seq base.SeqNum) {
 		if opFilter.dropOperand(m.cur, v) {
-			m.out.c.filtered = true
+			m.out.c.filtered.Store(true)
 			return
 		}
 		m.ops.add(v)

@@ -94,6 +94,9 @@ type DB struct {
 	// maxBackgroundJobs is the mutable max_background_jobs (SetOptions);
 	// 0 means as in opts.
 	maxBackgroundJobs atomic.Int64
+	// maxSubcompactions is the mutable max_subcompactions (SetOptions);
+	// 0 means as in opts.
+	maxSubcompactions atomic.Int64
 	// setOptionsMu makes concurrent SetOptions calls apply one at a time.
 	setOptionsMu sync.Mutex
 
@@ -146,6 +149,14 @@ type DB struct {
 	// testingClock, when set (tests only, SetClockForTesting), is the
 	// clock TTL reads instead of time.Now.
 	testingClock atomic.Pointer[func() time.Time]
+	// testingSubcompactionHook, when set (by tests only), runs as each
+	// key range of a compaction opens its inputs, with the range's lower
+	// bound; an error it returns fails that range.
+	testingSubcompactionHook atomic.Pointer[func(lower []byte) error]
+	// compactAbort is set with mu.closing, for compaction merges to read
+	// at each user key without the lock: Close aborts them there instead
+	// of waiting for their current output file.
+	compactAbort atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -294,6 +305,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Lock()
 	d.mu.closing = true
+	d.compactAbort.Store(true)
 	d.mu.cond.Broadcast()
 	leakedSnaps := d.mu.snapshots.count
 	d.mu.Unlock()

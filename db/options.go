@@ -244,6 +244,21 @@ type Options struct {
 	LevelCompactionDynamicLevelBytes bool
 	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default: 2.
 	MaxBackgroundJobs int
+	// MaxSubcompactions is RocksDB's max_subcompactions: the number of
+	// goroutines one compaction from L0 into the base level, or one
+	// manual (CompactRange) compaction, may be split over. The inputs are
+	// cut at user keys sampled from their index blocks into ranges of
+	// about equal input bytes, each merged into its own output files, and
+	// the outputs of all the ranges are installed in one MANIFEST edit, so
+	// the result reads as one compaction's would. A compaction is split
+	// into at most one range per 80% of the target file size of input (as
+	// RocksDB does), so small compactions run on one goroutine. Other
+	// compactions (level to level, FIFO) are never split: only the L0
+	// compaction can fall behind the writes, and it alone blocks them.
+	// It is a database option, mutable through DB.SetOptions
+	// ("max_subcompactions"), and the OPTIONS file records it in
+	// DBOptions. 0 means the default, 1 (no splitting); at most 1024.
+	MaxSubcompactions int
 	// SoftPendingCompactionBytesLimit slows writes down once the estimated
 	// bytes compaction is behind by reach it. Default: 64 GiB.
 	SoftPendingCompactionBytesLimit int64
@@ -335,6 +350,8 @@ const (
 	defaultMaxBytesForBase      = 256 << 20
 	defaultLevelMultiplier      = 10
 	defaultMaxBackgroundJobs    = 2
+	defaultMaxSubcompactions    = 1
+	maxMaxSubcompactions        = 1024
 	defaultSoftPendingBytes     = 64 << 30
 	defaultHardPendingBytes     = 256 << 30
 )
@@ -364,6 +381,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxBytesForLevelBase, defaultMaxBytesForBase)
 	setDefault(&r.MaxBytesForLevelMultiplier, defaultLevelMultiplier)
 	setDefault(&r.MaxBackgroundJobs, defaultMaxBackgroundJobs)
+	setDefault(&r.MaxSubcompactions, defaultMaxSubcompactions)
 	setDefault(&r.SoftPendingCompactionBytesLimit, defaultSoftPendingBytes)
 	setDefault(&r.HardPendingCompactionBytesLimit, defaultHardPendingBytes)
 	if r.FS == nil {
@@ -506,6 +524,8 @@ func (o *Options) validate() error {
 		return bad("HardPendingCompactionBytesLimit", o.HardPendingCompactionBytesLimit, "must not be negative")
 	case o.MaxBackgroundJobs < 0:
 		return bad("MaxBackgroundJobs", o.MaxBackgroundJobs, "must not be negative")
+	case o.MaxSubcompactions < 0 || o.MaxSubcompactions > maxMaxSubcompactions:
+		return bad("MaxSubcompactions", o.MaxSubcompactions, fmt.Sprintf("must be in [0, %d]", maxMaxSubcompactions))
 	}
 	return nil
 }

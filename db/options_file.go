@@ -319,6 +319,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	add(optionsfile.SecDB, "", "create_if_missing", strconv.FormatBool(o.CreateIfMissing)).OpenOnly = true
 	add(optionsfile.SecDB, "", "error_if_exists", strconv.FormatBool(o.ErrorIfExists)).OpenOnly = true
 	add(optionsfile.SecDB, "", "max_background_jobs", itoa(int64(o.MaxBackgroundJobs)))
+	add(optionsfile.SecDB, "", "max_subcompactions", itoa(int64(d.subcompactionLimit())))
 	add(optionsfile.SecDB, "", "max_open_files", itoa(int64(o.MaxOpenFiles))).OpenOnly = true
 	add(optionsfile.SecDB, "", "wal_recovery_mode", o.WALRecoveryMode.String()).OpenOnly = true
 

@@ -45,6 +45,7 @@ var mutableOptions = []mutableOption{
 	compactionIntOptionMax("target_file_size_base", maxTargetFileSize, intTargetFileSize),
 	compactionIntOption("max_bytes_for_level_base", intMaxBytesBase),
 	compactionIntOption("max_background_jobs", intMaxBackgroundJobs),
+	compactionIntOptionMax("max_subcompactions", maxMaxSubcompactions, intMaxSubcompactions),
 	{"max_bytes_for_level_multiplier", parseLevelMultiplier},
 }
 
@@ -54,15 +55,16 @@ var mutableOptions = []mutableOption{
 // "disable_auto_compactions" ("true"/"false"), and the compaction options
 // "level0_file_num_compaction_trigger", "level0_slowdown_writes_trigger",
 // "level0_stop_writes_trigger", "target_file_size_base",
-// "max_bytes_for_level_base", "max_background_jobs" (positive decimal
-// integers) and "max_bytes_for_level_multiplier" (a number above 1).
+// "max_bytes_for_level_base", "max_background_jobs", "max_subcompactions"
+// (positive decimal integers; max_subcompactions at most 1024) and
+// "max_bytes_for_level_multiplier" (a number above 1).
 // Unknown names and bad values wrap ErrInvalidArgument and name the option
 // and value.
 func (d *DB) SetOptions(opts map[string]string) error { return d.def.setOptions(opts, true) }
 
 // SetOptions changes the family's mutable options at run time, as
 // DB.SetOptions does for the default family; the DB-wide ones
-// (max_background_jobs) go through DB.SetOptions only.
+// (max_background_jobs, max_subcompactions) go through DB.SetOptions only.
 func (cf *ColumnFamily) SetOptions(opts map[string]string) error {
 	return cf.setOptions(opts, cf.id == 0)
 }
@@ -85,7 +87,7 @@ func (cf *ColumnFamily) setOptions(opts map[string]string, dbWide bool) error {
 		if opt == nil {
 			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: unknown or immutable option %q (value %q)", name, value)
 		}
-		if name == "max_background_jobs" && !dbWide {
+		if (name == "max_background_jobs" || name == "max_subcompactions") && !dbWide {
 			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: %q is a database option: set it with DB.SetOptions (value %q)", name, value)
 		}
 		apply, err := opt.parse(d, value)
@@ -153,6 +155,7 @@ const (
 	intTargetFileSize
 	intMaxBytesBase
 	intMaxBackgroundJobs
+	intMaxSubcompactions
 )
 
 // mutableOptionsState is the state SetOptions may change.
@@ -160,13 +163,14 @@ type mutableOptionsState struct {
 	writeBufferSize int64
 	disableAuto     bool
 	extractor       *extractorHandle
-	ints            [6]int64
+	ints            [7]int64
 	multiplierBits  uint64
 }
 
-func (cf *ColumnFamily) compactionInts() [6]*atomic.Int64 {
+func (cf *ColumnFamily) compactionInts() [7]*atomic.Int64 {
 	c := &cf.comp
-	return [6]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase, &cf.d.maxBackgroundJobs}
+	return [7]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase,
+		&cf.d.maxBackgroundJobs, &cf.d.maxSubcompactions}
 }
 
 // saveMutableOptions returns the state SetOptions may change.
@@ -202,6 +206,7 @@ func (cf *ColumnFamily) optionsWith(s mutableOptionsState) Options {
 	set(&o.Level0SlowdownWritesTrigger, intL0Slowdown)
 	set(&o.Level0StopWritesTrigger, intL0Stop)
 	set(&o.MaxBackgroundJobs, intMaxBackgroundJobs)
+	set(&o.MaxSubcompactions, intMaxSubcompactions)
 	if v := s.ints[intTargetFileSize]; v != 0 {
 		o.TargetFileSizeBase = v
 	}
