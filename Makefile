@@ -4,7 +4,7 @@
 
 GO ?= go
 # Nested modules (each with its own go.mod, outside ./...).
-MODULES := raftstore raftetcd bench/chart bench/peers
+MODULES := raftstore raftetcd bench/chart bench/peers bench/ycsb
 # Packages with concurrent code, run under the race detector.
 RACE_PKGS := ./db/... ./internal/... ./table/... ./stress/...
 

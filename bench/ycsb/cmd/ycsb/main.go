@@ -1,0 +1,102 @@
+// Command ycsb loads YCSB's usertable into one engine and runs core
+// workloads A-F against it with go-ycsb's client, printing go-ycsb's
+// per-operation histograms and one RESULT line per phase, then the
+// process's peak RSS. Run one engine and thread count per process so that
+// the peak RSS is that run's (run.sh does).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/stratadb/strata/bench/ycsb/harness"
+)
+
+func main() {
+	engine := flag.String("engine", "strata", "strata|pebble|badger|bbolt")
+	dir := flag.String("dir", "", "database directory; removed first (required)")
+	records := flag.Int64("records", 1_000_000, "recordcount: records loaded")
+	ops := flag.Int64("ops", 1_000_000, "operationcount of each workload")
+	opsE := flag.Int64("ops_e", 0, "operationcount of workload E, whose scans cost up to 100 reads each; 0 = -ops")
+	threads := flag.Int("threads", 1, "client threads, for the load and every workload")
+	workloads := flag.String("workloads", "a,b,c,d,e,f", "workloads to run after the load, in order, on the loaded data")
+	cacheMB := flag.Int64("cache_mb", 64, "block cache in MiB (Strata, Pebble, Badger); 0 = each engine's default")
+	memtableMB := flag.Int64("memtable_mb", 64, "memtable size in MiB (Strata, Pebble, Badger); 0 = each engine's default")
+	flag.Parse()
+	if *dir == "" {
+		fail(fmt.Errorf("-dir is required"))
+	}
+	for _, w := range strings.Split(*workloads, ",") {
+		if _, ok := harness.Workloads[w]; !ok {
+			fail(fmt.Errorf("-workloads: unknown workload %q (a-f)", w))
+		}
+	}
+	if err := os.RemoveAll(*dir); err != nil {
+		fail(err)
+	}
+	pr := harness.Params{Records: *records, Ops: *ops, Threads: *threads}
+	d, desc, err := harness.Open(*engine, *dir, harness.Budget{CacheBytes: *cacheMB << 20, MemtableBytes: *memtableMB << 20},
+		pr.Properties(""))
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("ENGINE %s threads=%d records=%d ops=%d GOMAXPROCS=%d start=%s\n  %s\n",
+		*engine, *threads, *records, *ops, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339), desc)
+
+	ctx := context.Background()
+	phases := append([]string{""}, strings.Split(*workloads, ",")...)
+	for _, w := range phases {
+		ppr := pr
+		if w == "e" && *opsE > 0 {
+			ppr.Ops = *opsE
+		}
+		r, err := harness.RunPhase(ctx, ppr, w, d)
+		if err != nil {
+			fail(err)
+		}
+		report(*engine, *threads, r)
+		if w == "" {
+			rss, err := harness.PeakRSS()
+			if err != nil {
+				fail(err)
+			}
+			fmt.Printf("RSS engine=%s threads=%d after=load peak_rss_mb=%.1f\n", *engine, *threads, float64(rss)/(1<<20))
+		}
+	}
+	if err := d.Close(); err != nil {
+		fail(err)
+	}
+	rss, err := harness.PeakRSS()
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("RSS engine=%s threads=%d after=all peak_rss_mb=%.1f\n", *engine, *threads, float64(rss)/(1<<20))
+}
+
+// report prints go-ycsb's per-operation rows and a RESULT line whose
+// latencies are TOTAL's (every DB call of the phase).
+func report(engine string, threads int, r harness.Result) {
+	for _, s := range r.Stats {
+		fmt.Printf("  %-20s count=%d avg=%d min=%d p50=%d p90=%d p95=%d p99=%d p99.9=%d p99.99=%d max=%d (us)\n",
+			s.Op, s.Count, s.Avg, s.Min, s.P50, s.P90, s.P95, s.P99, s.P999, s.P9999, s.Max)
+	}
+	t, _ := r.Op("TOTAL")
+	errs := int64(0)
+	for _, s := range r.Stats {
+		if strings.HasSuffix(s.Op, "_ERROR") {
+			errs += s.Count
+		}
+	}
+	fmt.Printf("RESULT engine=%s threads=%d phase=%s ops=%d secs=%.2f ops_per_sec=%.0f p50=%d p99=%d p99.9=%d p99.99=%d max=%d errors=%d\n",
+		engine, threads, r.Phase, r.Ops, r.Seconds, r.OpsPerSec(), t.P50, t.P99, t.P999, t.P9999, t.Max, errs)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "ycsb:", err)
+	os.Exit(1)
+}
