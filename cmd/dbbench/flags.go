@@ -82,11 +82,11 @@ type config struct {
 	mergeKeys          int64  // < 0 = num
 	mergeReadPercent   int
 
-	optimisticTxnDB        bool   // optimistic_transaction_db
-	transactionDB          bool   // transaction_db
-	transactionSets        int    // transaction_sets
-	transactionLockTimeout int64  // transaction_lock_timeout, ms
-	transactionSleep       int    // transaction_sleep, µs
+	optimisticTxnDB        bool  // optimistic_transaction_db
+	transactionDB          bool  // transaction_db
+	transactionSets        int   // transaction_sets
+	transactionLockTimeout int64 // transaction_lock_timeout, ms
+	transactionSleep       int   // transaction_sleep, µs
 
 	numColumnFamilies    int    // num_column_families
 	numHotColumnFamilies int    // num_hot_column_families; 0 = all

@@ -46,7 +46,7 @@ func TestRandomTransactionVerifyFails(t *testing.T) {
 	var out, errOut strings.Builder
 	require.Equal(t, 0, realMain([]string{"-benchmarks=randomtransaction", "-num=20", "-writes=50", "-seed=3", "-db=" + dir}, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "( batches:50 )")
-	require.NotContains(t, out.String(), "RandomTransactionVerify")
+	require.NotContains(t, out.String(), "RandomTransactionVerify S")
 	d, err := db.Open(dir, nil)
 	require.NoError(t, err)
 	require.NoError(t, d.Put(txnKey(1, 7), []byte("12345"), nil))
