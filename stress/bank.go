@@ -66,6 +66,9 @@ type BankStats struct {
 	// transactions stepped by one goroutine) and concurrent (claims of a
 	// slot by workers racing).
 	Probes, ConcurrentProbes atomic.Int64
+	// ProbeRetries counts the concurrent probes' attempts that conflicted
+	// (with each other, mostly): a measure of how hard they raced.
+	ProbeRetries atomic.Int64
 	// Broken counts broken invariants: a wrong total, a transfer not
 	// whole, a lost acknowledged transfer, a probe anomaly. A run with
 	// Broken > 0 returns an error.
@@ -73,9 +76,9 @@ type BankStats struct {
 }
 
 func (s *BankStats) String() string {
-	return fmt.Sprintf("transfers=%d (of which Update %d) conflicts=%d gave_up=%d views=%d verifies=%d images=%d probes=%d concurrent_probes=%d broken=%d",
+	return fmt.Sprintf("transfers=%d (of which Update %d) conflicts=%d gave_up=%d views=%d verifies=%d images=%d probes=%d concurrent_probes=%d probe_retries=%d broken=%d",
 		s.Transfers.Load(), s.Updates.Load(), s.Conflicts.Load(), s.GaveUp.Load(), s.Views.Load(),
-		s.Verifies.Load(), s.Images.Load(), s.Probes.Load(), s.ConcurrentProbes.Load(), s.Broken.Load())
+		s.Verifies.Load(), s.Images.Load(), s.Probes.Load(), s.ConcurrentProbes.Load(), s.ProbeRetries.Load(), s.Broken.Load())
 }
 
 const (
@@ -117,7 +120,8 @@ type bank struct {
 	// acked[w] and synced[w]: worker w's committed transfers, and how many
 	// of them a synced commit made durable (power-loss images).
 	acked, synced []atomic.Int64
-	probeSeq      atomic.Int64
+	probeSeq      atomic.Int64 // interleaved probes' keys
+	slotSeq       atomic.Int64 // concurrent probes' slots
 	stop          atomic.Bool
 	errOnce       sync.Once
 	err           error
@@ -193,7 +197,7 @@ func RunBank(c BankConfig, st *BankStats) error {
 			rng := rand.New(rand.NewSource(c.Seed*1000 + int64(w)))
 			for !done() && (c.Transfers == 0 || b.acked[w].Load() < int64(c.Transfers)) {
 				b.mu.RLock()
-				if rng.Intn(16) == 0 {
+				if rng.Intn(8) == 0 {
 					b.concurrentProbe(rng, w)
 				} else {
 					b.transfer(rng, w)
@@ -241,8 +245,8 @@ func RunBank(c BankConfig, st *BankStats) error {
 		lastImage := time.Now()
 		for !isDone() {
 			<-tick.C
-			fmt.Fprintf(c.Log, "stress-progress transfers=%d conflicts=%d views=%d probes=%d concurrent_probes=%d broken=%d\n",
-				st.Transfers.Load(), st.Conflicts.Load(), st.Views.Load(), st.Probes.Load(), st.ConcurrentProbes.Load(), st.Broken.Load())
+			fmt.Fprintf(c.Log, "stress-progress transfers=%d conflicts=%d views=%d probes=%d concurrent_probes=%d probe_retries=%d broken=%d\n",
+				st.Transfers.Load(), st.Conflicts.Load(), st.Views.Load(), st.Probes.Load(), st.ConcurrentProbes.Load(), st.ProbeRetries.Load(), st.Broken.Load())
 			if c.PowerLossEvery > 0 && time.Since(lastImage) >= c.PowerLossEvery {
 				b.powerLoss()
 				lastImage = time.Now()
@@ -661,18 +665,27 @@ func (b *bank) concurrentProbe(rng *rand.Rand, w int) {
 	b.st.ConcurrentProbes.Add(1)
 	o := &db.TransactionOptions{Isolation: db.Serializable, Pessimistic: rng.Intn(2) == 0,
 		LockTimeout: 200 * time.Millisecond, Sync: b.c.Sync}
-	slot := b.probeSeq.Add(1) / bankProbeSlot
+	// Attempts take slots in order, bankProbeSlot to a slot, and each
+	// picks one of the 4 newest: attempts of different workers close in
+	// time meet on a slot.
+	slot := max(b.slotSeq.Add(1)/bankProbeSlot-int64(rng.Intn(4)), 0)
+	attempts := int64(0)
+	defer func() { b.st.ProbeRetries.Add(max(attempts-1, 0)) }()
 	var err error
 	if rng.Intn(2) == 0 {
 		base := fmt.Sprintf("%s%016x/%010d/", bankClaimPfx, b.run, slot)
 		ro := &db.ReadOptions{LowerBound: []byte(base), UpperBound: prefixEnd(base)}
 		err = b.update(rng, o, func(tx *db.Transaction) error {
+			attempts++
 			it := tx.NewIterator(ro)
 			it.SeekToFirst()
 			empty := !it.Valid()
 			if err := errors.CombineErrors(it.Err(), it.Close()); err != nil || !empty {
 				return err
 			}
+			// A pause between the read and the write, so that racing
+			// attempts overlap.
+			time.Sleep(time.Duration(rng.Intn(300)) * time.Microsecond)
 			return tx.Put([]byte(fmt.Sprintf("%s%03d", base, w)), nil)
 		})
 	} else {
@@ -680,6 +693,7 @@ func (b *bank) concurrentProbe(rng *rand.Rand, w int) {
 		keys := [][]byte{[]byte(base + "a"), []byte(base + "b")}
 		mine := keys[w%2]
 		err = b.update(rng, o, func(tx *db.Transaction) error {
+			attempts++
 			for _, k := range keys {
 				if _, err := tx.Get(k); err == nil {
 					return nil // already off
@@ -687,6 +701,7 @@ func (b *bank) concurrentProbe(rng *rand.Rand, w int) {
 					return err
 				}
 			}
+			time.Sleep(time.Duration(rng.Intn(300)) * time.Microsecond)
 			return tx.Put(mine, []byte("off"))
 		})
 	}
