@@ -35,6 +35,13 @@ type TransactionOptions struct {
 	Pessimistic bool
 	// LockTimeout bounds a pessimistic lock wait; 0 is 1 s.
 	LockTimeout time.Duration
+	// Sync makes Commit fsync the WAL before it returns, as
+	// WriteOptions.Sync: a commit acknowledged with Sync survives a power
+	// loss. Without it a commit is as durable as an unsynced write (it
+	// survives a process crash, not a power loss, until a later sync). A
+	// transaction without writes has nothing to sync. Update and View use
+	// the defaults (no Sync).
+	Sync bool
 }
 
 // Transaction is a unit of reads and writes that commits atomically or not
@@ -383,13 +390,13 @@ func (t *Transaction) Commit() error {
 	if b.Count() == 0 {
 		return t.d.exclusive(t.validate)
 	}
-	return t.d.writeValidated(b, t.validate)
+	return t.d.writeValidated(b, t.validate, t.opts.Sync)
 }
 
 // writeValidated is DB.Write for a transaction's batch: validate runs in
 // the pipeline's critical section before the batch takes its sequence
-// numbers. Kept apart from Write so that plain writes pay nothing for it.
-func (d *DB) writeValidated(b *Batch, validate func() error) error {
+// numbers; sync is WriteOptions.Sync. Kept apart from Write so that plain writes pay nothing for it.
+func (d *DB) writeValidated(b *Batch, validate func() error, sync bool) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -420,7 +427,7 @@ func (d *DB) writeValidated(b *Batch, validate func() error) error {
 			b.b.Len(), b.b.Count(), need, maxBatchArena)
 	}
 	w := writerPool.Get().(*writer)
-	*w = writer{b: &b.b, cf: cf, fams: fams, validate: validate}
+	*w = writer{b: &b.b, cf: cf, fams: fams, validate: validate, sync: sync}
 	err := d.commitWrite(w)
 	writerPool.Put(w)
 	return err

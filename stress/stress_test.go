@@ -23,6 +23,19 @@ import (
 const childEnv = "STRATA_STRESS_CHILD"
 
 func TestMain(m *testing.M) {
+	if js := os.Getenv(bankChildEnv); js != "" {
+		var c BankConfig
+		if err := json.Unmarshal([]byte(js), &c); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(2)
+		}
+		c.Log = os.Stderr
+		if err := RunBank(c, new(BankStats)); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if js := os.Getenv(childEnv); js != "" {
 		var c Config
 		if err := json.Unmarshal([]byte(js), &c); err != nil {

@@ -28,6 +28,12 @@ type bench struct {
 
 	threadsStarted int64 // seeds thread n of the process with seedBase+n
 
+	// txnTotals sums randomtransaction's counts over its threads.
+	txnTotals struct {
+		sync.Mutex
+		done, aborts int64
+	}
+
 	// per benchmark
 	num, reads, writes, deletes int64
 	batch                       int64
@@ -125,6 +131,9 @@ func (b *bench) spec(name string) benchSpec {
 		return benchSpec{b.mergeRandom, false, n}
 	case "readrandommergerandom":
 		return benchSpec{b.readRandomMergeRandom, false, n}
+	case "randomtransaction":
+		b.txnTotals.done, b.txnTotals.aborts = 0, 0
+		return benchSpec{b.randomTransaction, false, n}
 	}
 	return benchSpec{}
 }
@@ -165,6 +174,14 @@ func (b *bench) runAll() error {
 		}
 		b.progress.clear()
 		st.report(b.out, name)
+		if name == "randomtransaction" {
+			if b.cfg.optimisticTxnDB || b.cfg.transactionDB {
+				fmt.Fprintf(b.out, "randomtransaction all threads: transactions:%d aborts:%d\n", b.txnTotals.done, b.txnTotals.aborts)
+			}
+			if err := b.randomTransactionVerify(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -315,3 +315,37 @@ func (e *strataEngine) WaitForCompactions() error {
 	}
 	return nil
 }
+
+// BeginTxn starts a Strata transaction at SnapshotIsolation, RocksDB's
+// transactions' only level.
+func (e *strataEngine) BeginTxn(pessimistic bool, lockTimeout time.Duration, wo writeOpts) txn {
+	return strataTxn{e.d.NewTransaction(&db.TransactionOptions{Pessimistic: pessimistic,
+		LockTimeout: lockTimeout, Sync: wo.sync})}
+}
+
+type strataTxn struct{ t *db.Transaction }
+
+func txnErr(err error) error {
+	if errors.Is(err, db.ErrConflict) {
+		return fmt.Errorf("%w: %w", errTxnConflict, err)
+	}
+	return err
+}
+
+func (x strataTxn) Get(key []byte, forUpdate bool) ([]byte, bool, error) {
+	var v []byte
+	var err error
+	if forUpdate {
+		v, err = x.t.GetForUpdate(key)
+	} else {
+		v, err = x.t.Get(key)
+	}
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, txnErr(err)
+}
+
+func (x strataTxn) Put(key, val []byte) error { return txnErr(x.t.Put(key, val)) }
+func (x strataTxn) Commit() error             { return txnErr(x.t.Commit()) }
+func (x strataTxn) Rollback() error           { return x.t.Rollback() }

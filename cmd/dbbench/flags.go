@@ -83,6 +83,12 @@ type config struct {
 	mergeKeys          int64  // < 0 = num
 	mergeReadPercent   int
 
+	optimisticTxnDB        bool  // optimistic_transaction_db
+	transactionDB          bool  // transaction_db
+	transactionSets        int   // transaction_sets
+	transactionLockTimeout int64 // transaction_lock_timeout, ms
+	transactionSleep       int   // transaction_sleep, µs
+
 	numColumnFamilies    int    // num_column_families
 	numHotColumnFamilies int    // num_hot_column_families; 0 = all
 	cfDistribution       string // column_family_distribution
@@ -93,7 +99,7 @@ type config struct {
 var benchmarkNames = []string{"fillseq", "fillrandom", "overwrite", "fillsync",
 	"fillbatch", "readrandom", "readmissing", "readseq", "readreverse",
 	"seekrandom", "multireadrandom", "readwhilewriting", "deleterandom",
-	"compact", "flush", "stats", "waitforcompaction", "mergerandom", "readrandommergerandom"}
+	"compact", "flush", "stats", "waitforcompaction", "mergerandom", "readrandommergerandom", "randomtransaction"}
 
 // newFlagSet declares every flag on a fresh FlagSet bound to c.
 func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
@@ -157,6 +163,11 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.StringVar(&c.mergeOperator, "merge_operator", "", "merge operator: uint64add, stringappend, stringappendtest, max, put (or a RocksDB class name)")
 	fs.Int64Var(&c.mergeKeys, "merge_keys", -1, "distinct keys mergerandom and readrandommergerandom use; negative means -num")
 	fs.IntVar(&c.mergeReadPercent, "mergereadpercent", 70, "readrandommergerandom: percentage of merges (the rest are reads)")
+	fs.BoolVar(&c.optimisticTxnDB, "optimistic_transaction_db", false, "randomtransaction: optimistic transactions (RocksDB's OptimisticTransactionDB)")
+	fs.BoolVar(&c.transactionDB, "transaction_db", false, "randomtransaction: pessimistic transactions (RocksDB's TransactionDB)")
+	fs.IntVar(&c.transactionSets, "transaction_sets", 2, "randomtransaction: keys (one per set) each transaction modifies; max 9999")
+	fs.Int64Var(&c.transactionLockTimeout, "transaction_lock_timeout", 100, "with -transaction_db: lock wait timeout in milliseconds before a transaction waiting on a lock fails")
+	fs.IntVar(&c.transactionSleep, "transaction_sleep", 0, "randomtransaction: max microseconds to sleep between reading and writing a value (RocksDB 7.8's db_bench ignores it)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "ours: write a Go CPU profile (go tool pprof) of the whole run to this file")
 	fs.StringVar(&c.traceFile, "trace", "", "ours: write a Go execution trace (go tool trace) of the whole run to this file")
 	fs.StringVar(&c.mutexProfile, "mutexprofile", "", "ours: sample every mutex contention (runtime.SetMutexProfileFraction(1)) and write the profile (go tool pprof) to this file at the end")
@@ -233,6 +244,11 @@ func (c *config) validate() error {
 		{c.fifoMaxTableFilesMB > math.MaxInt64>>20, "-fifo_compaction_max_table_files_size_mb out of range"},
 		{c.mergeOperator != "" && db.MergeOperatorByName(c.mergeOperator) == nil, "-merge_operator=" + c.mergeOperator + " is not a known operator"},
 		{c.mergeReadPercent < 0 || c.mergeReadPercent > 100, "-mergereadpercent must be in [0, 100]"},
+		{c.transactionSets < 1 || c.transactionSets > 9999, "-transaction_sets must be in [1, 9999]"},
+		{c.transactionLockTimeout < 0, "-transaction_lock_timeout must be >= 0"},
+		{c.transactionSleep < 0, "-transaction_sleep must be >= 0"},
+		{c.optimisticTxnDB && c.transactionDB, "-optimistic_transaction_db and -transaction_db exclude each other"},
+		{(c.optimisticTxnDB || c.transactionDB) && c.disableWAL, "-disable_wal is not supported with transactions"},
 		{!(c.cacheHighPriRatio >= 0 && c.cacheHighPriRatio <= 1), "-cache_high_pri_pool_ratio must be in [0, 1]"},
 	}
 	for _, ch := range checks {
@@ -258,7 +274,7 @@ func isWriteBenchmark(name string) bool {
 	switch name {
 	case "fillseq", "fillrandom", "overwrite", "fillsync", "fillbatch",
 		"readwhilewriting", "deleterandom", "compact", "flush",
-		"mergerandom", "readrandommergerandom":
+		"mergerandom", "readrandommergerandom", "randomtransaction":
 		return true
 	}
 	return false

@@ -9,6 +9,8 @@
 //	stress -mode=linearize [flags]  concurrent histories checked by porcupine
 //	stress -mode=metamorphic [flags] one op sequence under many configurations
 //	stress -mode=compact [flags]     constant compactions, snapshots checked exactly
+//	stress -mode=bank [flags]        transfers in transactions, total and anomalies checked
+//	stress -mode=bank -crash [flags] bank children SIGKILLed, verified after every reopen
 //
 // See docs/reliability.md. A wrong answer prints the seed, the operation,
 // the key, what was expected and what was read, and exits with status 1.
@@ -38,7 +40,12 @@ func run(args []string) int {
 	var crashChild, crashMaxWait time.Duration
 	var mode, visualize string
 	var histories, linOps, metaOps, metaSeeds int
-	fs.StringVar(&mode, "mode", "stress", "stress, linearize, metamorphic or compact")
+	fs.StringVar(&mode, "mode", "stress", "stress, linearize, metamorphic, compact or bank")
+	var bc stress.BankConfig
+	fs.IntVar(&bc.Accounts, "accounts", 100, "bank mode: accounts")
+	fs.IntVar(&bc.Readers, "readers", 2, "bank mode: goroutines checking the total in View")
+	fs.IntVar(&bc.Transfers, "transfers", 0, "bank mode: committed transfers per worker (0 = until -duration)")
+	fs.DurationVar(&bc.PowerLossEvery, "power_loss_every", 0, "bank mode with -mem: verify a crash image (synced data only) this often (0 = never)")
 	fs.IntVar(&histories, "histories", 1000, "linearize mode: histories to record and check")
 	fs.IntVar(&linOps, "lin_ops_per_client", 100, "linearize mode: tracked operations per client (-threads clients)")
 	fs.StringVar(&visualize, "visualize_dir", ".", "linearize mode: where porcupine's visualization of a failing history goes")
@@ -136,8 +143,9 @@ func run(args []string) int {
 		return runMetamorphic(c.Seed, metaSeeds, metaOps, verbose)
 	case "compact":
 		return runCompact(c.Seed, metaSeeds, metaOps, c.Subcompactions, verbose)
+	case "bank":
 	default:
-		fmt.Fprintf(os.Stderr, "stress: -mode %q: want stress, linearize, metamorphic or compact\n", mode)
+		fmt.Fprintf(os.Stderr, "stress: -mode %q: want stress, linearize, metamorphic, compact or bank\n", mode)
 		return 2
 	}
 	switch compression {
@@ -179,6 +187,14 @@ func run(args []string) int {
 	}
 	c.Dir = dir
 	c.Log = os.Stderr
+	if mode == "bank" {
+		bc.Seed, bc.Workers, bc.Duration, bc.Dir, bc.FS, bc.Sync, bc.Log = c.Seed, c.Threads, c.Duration, c.Dir, c.FS, c.Sync, os.Stderr
+		if crash {
+			return runBankCrash(bc, args, crashCycles, crashMaxWait, verbose)
+		}
+		bc.AckLog = c.ExpectedLog
+		return runBank(bc)
+	}
 	if crash {
 		return runCrash(c, args, crashCycles, crashMaxWait, killOneIn, verbose)
 	}

@@ -92,3 +92,20 @@ func runCompact(seed int64, seeds, ops, subcompactions int, verbose bool) int {
 	fmt.Fprintln(os.Stderr, "stress: OK")
 	return 0
 }
+
+// runBank is -mode=bank: transfers between accounts in transactions of
+// every kind, readers checking the total, write-skew and phantom probes.
+func runBank(bc stress.BankConfig) int {
+	fmt.Fprintf(os.Stderr, "stress: bank, seed %d, db %s, %d accounts, %d workers, %d readers, duration %s, sync %v\n",
+		bc.Seed, bc.Dir, bc.Accounts, bc.Workers, bc.Readers, bc.Duration, bc.Sync)
+	t0 := time.Now()
+	var st stress.BankStats
+	err := stress.RunBank(bc, &st)
+	fmt.Fprintf(os.Stderr, "stress: bank: %s in %s\n", &st, time.Since(t0).Round(time.Millisecond))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stress: FAILED (seed %d): %v\n", bc.Seed, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "stress: OK")
+	return 0
+}
