@@ -104,6 +104,9 @@ type compaction struct {
 	maxOverlap uint64
 	// outputs are the tables installed, for the CompactionEnd event.
 	outputs []*version.FileMetadata
+	// blobGarbage is what the compaction made garbage of the blob files
+	// its inputs refer to, recorded in its MANIFEST edit.
+	blobGarbage []version.BlobFileGarbage
 }
 
 // errCompactionAborted ends a compaction that Close interrupted; a
@@ -443,6 +446,7 @@ func (d *DB) compactLocked(c *compaction) error {
 	for _, f := range outs {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: p.OutputLevel, Meta: f})
 	}
+	ve.BlobGarbage = c.blobGarbage
 	killpoint.Maybe("compaction.before_manifest")
 	// No edit may slip in between the check of the drop and this edit
 	// (see version.VersionSet.WaitForWriter).

@@ -207,6 +207,15 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 			continue
 		case base.KindSet:
 			existing = append([]byte{}, it.Value()...)
+		case base.KindBlobIndex:
+			// The operands merge into the blob's value: the result is an
+			// inline value, and the blob becomes garbage (RocksDB does
+			// the same).
+			v, err := m.d.blobs.getCopy(k.UserKey, it.Value())
+			if err != nil {
+				return false, err
+			}
+			existing = v
 		}
 		// A value, a deletion (or an entry of a kind Strata does not
 		// know): the stack ends on it; the caller skips the rest of the

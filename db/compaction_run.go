@@ -44,7 +44,9 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 	if err != nil {
 		return nil, err
 	}
-	out := &compactionOutputs{d: d, c: c}
+	counted := &blobCountingIter{Iterator: it, flow: make(blobFlow)}
+	it = counted
+	out := &compactionOutputs{d: d, c: c, blobOut: make(blobFlow)}
 	// One fragment set per stripe: sets[j] holds the tombstones visible
 	// to snapshot j (the last: every tombstone).
 	sets := make([]rangedel.Set, len(snaps)+1)
@@ -69,6 +71,7 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 		out.abandon()
 		return out.metas, err
 	}
+	c.blobGarbage = counted.flow.garbage(out.blobOut)
 	p := c.pick
 	var wrote uint64
 	for _, m := range out.metas {
@@ -162,6 +165,10 @@ type compactionOutputs struct {
 	gpIndex   int
 	gpOverlap uint64
 	seenKey   bool
+	// blobOut counts the blob references written; oldestBlob is the
+	// smallest blob file the current output refers to (0: none).
+	blobOut    blobFlow
+	oldestBlob uint64
 }
 
 // add writes one kept entry; newKey says the user key differs from the
@@ -180,6 +187,18 @@ func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) e
 	if o.w == nil {
 		if err := o.open(); err != nil {
 			return err
+		}
+	}
+	if k.Kind() == base.KindBlobIndex {
+		x, named, err := blobIndexOf(k.UserKey, value)
+		if err != nil {
+			return err
+		}
+		if named {
+			o.blobOut.add(k.UserKey, x)
+			if o.oldestBlob == 0 || x.FileNum < o.oldestBlob {
+				o.oldestBlob = x.FileNum
+			}
 		}
 	}
 	if err := o.w.Add(k, value); err != nil {
@@ -295,7 +314,9 @@ func (o *compactionOutputs) finish(upper []byte) error {
 		SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
 		CreationTime: now, OldestAncesterTime: now,
 		NumRangeDeletions: wm.NumRangeDeletions, RangeDelsKnown: true,
+		OldestBlobFile: o.oldestBlob,
 	})
+	o.oldestBlob = 0
 	return nil
 }
 

@@ -242,13 +242,14 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	m.refs.Add(1)
 	defer m.unref(d)
 	var meta *version.FileMetadata
+	var blobs []version.BlobFileAddition
 	var err error
 	start := time.Now()
 	ev := FlushInfo{JobID: d.newJobID(), ColumnFamilyName: cf.name, InputBytes: uint64(m.ApproximateMemoryUsage())}
 	d.evFlushBegin(ev)
 	defer func() { d.evFlushEnd(ev, meta, start, err) }()
 	if !m.Empty() {
-		meta, err = d.writeLevel0TableLocked(cf, m.MemTable)
+		meta, blobs, err = d.writeLevel0TableLocked(cf, m.MemTable)
 		if err != nil {
 			return err
 		}
@@ -264,6 +265,10 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 			delete(d.mu.pendingOutputs, meta.FileNum)
 			d.removeFile(base.FileKindTable, meta.FileNum)
 			meta = nil
+		}
+		for _, b := range blobs {
+			delete(d.mu.pendingOutputs, b.FileNum)
+			d.removeFile(base.FileKindBlob, b.FileNum)
 		}
 		return nil
 	}
@@ -281,6 +286,7 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	if meta != nil {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
 	}
+	ve.BlobFiles = blobs
 	if len(d.mu.fams) > 1 {
 		// With several families the WALs to keep are not those of one
 		// family's log number: record the oldest any family needs, as
@@ -292,6 +298,7 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 		err = errors.Wrap(err, "strata: recording flush in MANIFEST")
 		return err
 	}
+	d.noteBlobFilesLocked(blobs)
 	if meta != nil {
 		delete(d.mu.pendingOutputs, meta.FileNum)
 		d.stats.flushes.Add(1)
@@ -329,20 +336,33 @@ func (d *DB) minLogToKeepAfterLocked(cf *ColumnFamily, nextLog uint64) uint64 {
 
 // writeLevel0TableLocked writes the contents of m, a memtable of cf, into a
 // new table file. d.mu must be held; it is released during the write.
-func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (*version.FileMetadata, error) {
+// The blob files it wrote (blob_files on) are returned for the flush's
+// MANIFEST edit; they stay pending outputs until noteBlobFilesLocked.
+func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (*version.FileMetadata, []version.BlobFileAddition, error) {
 	fileNum := d.mu.versions.NextFileNum()
 	d.mu.pendingOutputs[fileNum] = struct{}{}
 	it := cf.flushIter(m)
+	bw := cf.newBlobWriter()
 	d.mu.Unlock()
 	start := time.Now()
-	meta, err := cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
+	meta, err := cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0, bw)
+	var blobs []version.BlobFileAddition
+	if err == nil {
+		blobs, err = bw.finish()
+		if err != nil {
+			d.fs.Remove(d.path(base.MakeFilename(base.FileKindTable, fileNum)))
+		}
+	}
+	if err != nil {
+		bw.abandon()
+	}
 	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
 	d.mu.Lock()
 	if err != nil {
 		delete(d.mu.pendingOutputs, fileNum)
-		return nil, err
+		return nil, nil, err
 	}
-	return meta, nil
+	return meta, blobs, nil
 }
 
 // unflushedLocked reports whether any family holds writes only in its

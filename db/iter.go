@@ -57,9 +57,16 @@ type Iterator struct {
 	iterValid  bool // the internal iterator's last positioning result
 	savedKey   []byte
 	savedValue []byte
-	seekBuf    []byte
-	err        error
-	closed     bool
+	// blobVal is the current value when the forward position's entry is a
+	// blob index (blobbed): read from its blob file when the iterator
+	// lands on it, as RocksDB's DBIter does, so that a blob that cannot
+	// be read stops the iterator with the error. It may alias the block
+	// cache and is never modified.
+	blobVal []byte
+	blobbed bool
+	seekBuf []byte
+	err     error
+	closed  bool
 	// counted: this iterator is in DB.openIters (NewIterator's, until Close).
 	counted bool
 
@@ -310,6 +317,9 @@ func (it *Iterator) Value() []byte {
 		return nil
 	}
 	if it.dir == forward && !it.merged {
+		if it.blobbed {
+			return it.blobVal
+		}
 		return it.iter.Value()
 	}
 	return it.savedValue
@@ -581,7 +591,7 @@ func (it *Iterator) Prev() {
 // the first visible, live key; with skipping set it first passes every
 // entry of skip.
 func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
-	it.merged = false
+	it.merged, it.blobbed = false, false
 	for ; it.iterValid; it.iterValid = it.iter.Next() {
 		k := it.iter.Key()
 		seq := k.SeqNum()
@@ -592,7 +602,7 @@ func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
 			continue
 		}
 		switch kind := k.Kind(); kind {
-		case base.KindSet, base.KindMerge:
+		case base.KindSet, base.KindMerge, base.KindBlobIndex:
 			if !it.tombs.Empty() && it.tombs.Deleted(k.UserKey, seq) {
 				skip = it.saveSkip(k.UserKey)
 				skipping = true
@@ -614,6 +624,14 @@ func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
 			if kind == base.KindMerge {
 				it.mergeForward()
 				return
+			}
+			if kind == base.KindBlobIndex {
+				v, err := it.d.blobs.get(k.UserKey, it.iter.Value())
+				if err != nil {
+					it.err, it.valid = err, false
+					return
+				}
+				it.blobVal, it.blobbed = v, true
 			}
 			it.valid = true
 			return
@@ -643,8 +661,10 @@ func (it *Iterator) saveSkip(key []byte) []byte {
 // the previous visible, live key, leaving the internal iterator just before
 // that key's entries.
 func (it *Iterator) findPrevUserEntry() {
-	it.merged = false
+	it.merged, it.blobbed = false, false
 	haveValue := false
+	// savedBlob: savedValue holds a blob index, read once the walk ends.
+	savedBlob := false
 	// hasBase: savedValue holds the value under the operands in it.mbuf
 	// (the key's newest operands read so far, oldest first).
 	hasBase := false
@@ -660,7 +680,7 @@ func (it *Iterator) findPrevUserEntry() {
 				break
 			}
 			switch kind := k.Kind(); kind {
-			case base.KindSet, base.KindMerge:
+			case base.KindSet, base.KindMerge, base.KindBlobIndex:
 				if it.tombs.Deleted(k.UserKey, seq) {
 					haveValue = false
 					break
@@ -674,10 +694,11 @@ func (it *Iterator) findPrevUserEntry() {
 					}
 					break
 				}
-				if kind == base.KindSet {
+				if kind == base.KindSet || kind == base.KindBlobIndex {
 					it.savedKey = append(it.savedKey[:0], k.UserKey...)
 					it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
 					haveValue, hasBase = true, true
+					savedBlob = kind == base.KindBlobIndex
 					it.mbuf.reset()
 					break
 				}
@@ -708,6 +729,14 @@ func (it *Iterator) findPrevUserEntry() {
 			it.valid = false
 			return
 		}
+	}
+	if haveValue && hasBase && savedBlob {
+		v, err := it.d.blobs.get(it.savedKey, it.savedValue)
+		if err != nil {
+			it.err, it.valid = err, false
+			return
+		}
+		it.savedValue = append(it.savedValue[:0], v...)
 	}
 	if haveValue && it.mbuf.len() > 0 {
 		var existing []byte

@@ -92,11 +92,12 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		ve := &version.Edit{ColumnFamily: cf.id, LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
 			LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
 		for _, m := range cf.mu.imm {
-			meta, err := d.writeLevel0TableLocked(cf, m.MemTable)
+			meta, blobs, err := d.writeLevel0TableLocked(cf, m.MemTable)
 			if err != nil {
 				return err
 			}
 			ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
+			ve.BlobFiles = append(ve.BlobFiles, blobs...)
 		}
 		// No read view lists the recovered memtables yet (Open installs
 		// the first after recovery): the DB's reference is the only one.
@@ -133,6 +134,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		for _, nf := range ve.NewFiles {
 			delete(d.mu.pendingOutputs, nf.Meta.FileNum)
 		}
+		d.noteBlobFilesLocked(ve.BlobFiles)
 	}
 	if err := d.openWALLocked(newLog); err != nil {
 		return err
