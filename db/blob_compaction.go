@@ -92,3 +92,73 @@ func (it *blobCountingIter) Error() error {
 	}
 	return it.Iterator.Error()
 }
+
+// blobGCCutoff returns the blob file number below which garbage collection
+// relocates blobs: the files of v, oldest first, that make up ageCutoff of
+// them (RocksDB's blob_garbage_collection_age_cutoff; a cutoff that covers
+// no whole file relocates nothing).
+func blobGCCutoff(v *version.Version, ageCutoff float64) uint64 {
+	n := len(v.BlobFiles)
+	i := int(ageCutoff * float64(n))
+	if i <= 0 {
+		return 0
+	}
+	if i >= n {
+		return v.BlobFiles[n-1].FileNum + 1
+	}
+	return v.BlobFiles[i].FileNum
+}
+
+// pickBlobForceGCLocked applies blob_garbage_collection_force_threshold
+// (RocksDB's rule): when garbage collection is on and the blob files under
+// the age cutoff hold at least that fraction of garbage, a table that
+// names the oldest of them as its oldest blob file is compacted (into the
+// next level, or in place at the last), so that the compaction relocates
+// its live blobs and the old file can go. It runs only when nothing else
+// is due. d.mu must be held.
+func (cf *ColumnFamily) pickBlobForceGCLocked(v *version.Version, busy version.Busy) *version.Pick {
+	s := cf.blob.Load()
+	if s == nil || !s.gc || len(v.BlobFiles) == 0 {
+		return nil
+	}
+	batch := int(s.ageCutoff * float64(len(v.BlobFiles)))
+	if batch <= 0 {
+		return nil
+	}
+	var total, garbage uint64
+	for _, b := range v.BlobFiles[:batch] {
+		total += b.TotalBytes
+		garbage += b.GarbageBytes
+	}
+	if total == 0 || float64(garbage) < s.forceThreshold*float64(total) {
+		return nil
+	}
+	oldest := v.BlobFiles[0].FileNum
+	// L0 tables are left to the L0 compactions, which come soon anyway.
+	for level := 1; level < version.NumLevels; level++ {
+		for _, f := range v.Levels[level] {
+			if f.OldestBlobFile != oldest || f.Compacting {
+				continue
+			}
+			var p *version.Pick
+			if level < version.NumLevels-1 {
+				p = v.PickRange(level, level+1, f.Smallest.UserKey, f.Largest.UserKey)
+			} else {
+				// The last level is rewritten in place.
+				in := v.AddBoundaryInputs(level, []*version.FileMetadata{f})
+				p = &version.Pick{StartLevel: level, OutputLevel: level, Inputs: [2][]*version.FileMetadata{in, nil},
+					Smallest: in[0].Smallest.UserKey, Largest: in[len(in)-1].Largest.UserKey}
+				for _, g := range in {
+					if g.Compacting {
+						p = nil
+						break
+					}
+				}
+			}
+			if p != nil && !busy(p.OutputLevel, p.Smallest, p.Largest) {
+				return p
+			}
+		}
+	}
+	return nil
+}

@@ -107,6 +107,8 @@ type compaction struct {
 	// blobGarbage is what the compaction made garbage of the blob files
 	// its inputs refer to, recorded in its MANIFEST edit.
 	blobGarbage []version.BlobFileGarbage
+	// newBlobs are the blob files the compaction wrote.
+	newBlobs []version.BlobFileAddition
 }
 
 // errCompactionAborted ends a compaction that Close interrupted; a
@@ -244,6 +246,12 @@ func (d *DB) pickAutoLocked(cf *ColumnFamily) *compaction {
 	p := v.PickLeveled(o, busy, &cf.comp.cursor)
 	if p == nil {
 		p = cf.pickSeekLocked(v, o, busy)
+	}
+	if p == nil {
+		if p = cf.pickBlobForceGCLocked(v, busy); p != nil {
+			// Never a trivial move: the point is to rewrite the table.
+			return cf.newCompaction(v, p, true)
+		}
 	}
 	if p == nil {
 		return nil
@@ -447,6 +455,7 @@ func (d *DB) compactLocked(c *compaction) error {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: p.OutputLevel, Meta: f})
 	}
 	ve.BlobGarbage = c.blobGarbage
+	ve.BlobFiles = c.newBlobs
 	killpoint.Maybe("compaction.before_manifest")
 	// No edit may slip in between the check of the drop and this edit
 	// (see version.VersionSet.WaitForWriter).
@@ -456,6 +465,10 @@ func (d *DB) compactLocked(c *compaction) error {
 		// them, are obsolete already, and the outputs belong to nothing.
 		if c.kind != compactionMove {
 			d.discardOutputsLocked(outs)
+			for _, b := range c.newBlobs {
+				delete(d.mu.pendingOutputs, b.FileNum)
+				d.removeFile(base.FileKindBlob, b.FileNum)
+			}
 		}
 		return nil
 	}
@@ -473,6 +486,7 @@ func (d *DB) compactLocked(c *compaction) error {
 	for _, f := range outs {
 		delete(d.mu.pendingOutputs, f.FileNum)
 	}
+	d.noteBlobFilesLocked(c.newBlobs)
 	c.outputs = outs
 	d.updateReadStateLocked(c.cf)
 	killpoint.Maybe("compaction.before_delete_inputs")

@@ -46,7 +46,10 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 	}
 	counted := &blobCountingIter{Iterator: it, flow: make(blobFlow)}
 	it = counted
-	out := &compactionOutputs{d: d, c: c, blobOut: make(blobFlow)}
+	out := &compactionOutputs{d: d, c: c, blobOut: make(blobFlow), bw: c.cf.newBlobWriter()}
+	if s := c.cf.blob.Load(); s != nil && s.gc {
+		out.gcBelow = blobGCCutoff(c.version, s.ageCutoff)
+	}
 	// One fragment set per stripe: sets[j] holds the tombstones visible
 	// to snapshot j (the last: every tombstone).
 	sets := make([]rangedel.Set, len(snaps)+1)
@@ -67,8 +70,12 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 	if err == nil {
 		err = out.finishLast()
 	}
+	if err == nil {
+		c.newBlobs, err = out.bw.finish()
+	}
 	if err != nil {
 		out.abandon()
+		out.bw.abandon()
 		return out.metas, err
 	}
 	c.blobGarbage = counted.flow.garbage(out.blobOut)
@@ -169,6 +176,12 @@ type compactionOutputs struct {
 	// smallest blob file the current output refers to (0: none).
 	blobOut    blobFlow
 	oldestBlob uint64
+	// bw writes blob files (blob files on): inline values of at least
+	// min_blob_size go there, and the values garbage collection moves.
+	bw *blobWriter
+	// gcBelow: blobs of files numbered below it are relocated (garbage
+	// collection on; 0 = off).
+	gcBelow uint64
 }
 
 // add writes one kept entry; newKey says the user key differs from the
@@ -189,10 +202,38 @@ func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) e
 			return err
 		}
 	}
+	if k.Kind() == base.KindSet && o.bw.wants(value) {
+		idx, _, err := o.bw.add(k.UserKey, value)
+		if err != nil {
+			return err
+		}
+		k, value = base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindBlobIndex), idx
+	}
 	if k.Kind() == base.KindBlobIndex {
 		x, named, err := blobIndexOf(k.UserKey, value)
 		if err != nil {
 			return err
+		}
+		if named && x.FileNum < o.gcBelow {
+			// Garbage collection: the value moves to a new blob file,
+			// or back into the table when blob files are now off or it
+			// is under min_blob_size (RocksDB's rule); the old blob is
+			// garbage.
+			v, err := o.d.blobs.get(k.UserKey, value)
+			if err != nil {
+				return err
+			}
+			if !o.bw.wants(v) {
+				return o.add(base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindSet), v, false)
+			}
+			idx, _, err := o.bw.add(k.UserKey, v)
+			if err != nil {
+				return err
+			}
+			value = idx
+			if x, named, err = blobIndexOf(k.UserKey, value); err != nil {
+				return err
+			}
 		}
 		if named {
 			o.blobOut.add(k.UserKey, x)
