@@ -265,3 +265,151 @@ func readLatestOptionsFile(t *testing.T, dir string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestBlobGarbageCollection: with garbage collection on and age cutoff
+// 1.0, a full compaction moves every blob to new files and the old ones
+// go; with blob files then off, the next one moves the values back into
+// the tables. Cutoff 0.5 moves only the older half's blobs.
+func TestBlobGarbageCollection(t *testing.T) {
+	dir := t.TempDir()
+	o := blobTestOptions(NoCompression)
+	o.EnableBlobGarbageCollection = true
+	o.BlobGarbageCollectionAgeCutoff = 0.5
+	d, err := Open(dir, o)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewSource(2))
+	want := make(map[string][]byte)
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 40; i++ {
+			k := fmt.Sprintf("r%dk%03d", round, i)
+			v := blobTestValue(rng, i, round)
+			if len(v) < 200 {
+				v = append(v, make([]byte, 200)...)
+			}
+			require.NoError(t, d.Put([]byte(k), v, nil))
+			want[k] = v
+		}
+		require.NoError(t, d.Flush())
+	}
+	old := versionBlobNums(d)
+	require.Greater(t, len(old), 3)
+	require.NoError(t, d.CompactRange(nil, nil))
+	blobCheckAll(t, d, want)
+	now := versionBlobNums(d)
+	half := old[len(old)/2]
+	for _, n := range now {
+		require.False(t, n < half, "blob file %d, under the cutoff %d, should have been collected (now %v, was %v)", n, half, now, old)
+	}
+	require.Contains(t, now, old[len(old)-1], "files above the cutoff stay")
+
+	// A flush spanning every key makes the next full compaction rewrite
+	// the bottom level (a manual compaction leaves a lone bottommost
+	// level as it is).
+	span := func() {
+		for _, k := range []string{"a", "zz"} {
+			require.NoError(t, d.Put([]byte(k), []byte(k), nil))
+			want[k] = []byte(k)
+		}
+		require.NoError(t, d.Flush())
+	}
+	require.NoError(t, d.SetOptions(map[string]string{"blob_garbage_collection_age_cutoff": "1.0"}))
+	span()
+	require.NoError(t, d.CompactRange(nil, nil))
+	blobCheckAll(t, d, want)
+	for _, n := range versionBlobNums(d) {
+		require.Greater(t, n, now[len(now)-1], "cutoff 1.0 moves every blob")
+	}
+
+	require.NoError(t, d.SetOptions(map[string]string{"enable_blob_files": "false"}))
+	span()
+	require.NoError(t, d.CompactRange(nil, nil))
+	blobCheckAll(t, d, want)
+	require.Empty(t, versionBlobNums(d))
+	require.NoError(t, d.Close())
+	d, err = Open(dir, o)
+	require.NoError(t, err)
+	require.Empty(t, blobFileNums(t, dir))
+	blobCheckAll(t, d, want)
+	require.NoError(t, d.Close())
+	blobCompatCheckLDBMap(t, dir, want)
+}
+
+// blobCompatCheckLDBMap is blobCompatCheckLDB for a map of values.
+func blobCompatCheckLDBMap(t *testing.T, dir string, want map[string][]byte) {
+	t.Helper()
+	keys := make([]string, 0, len(want))
+	digests := make(map[string]string, len(want))
+	for k, v := range want {
+		keys = append(keys, k)
+		digests[k] = blobDigest(v)
+	}
+	sort.Strings(keys)
+	blobCompatCheckLDB(t, dir, keys, digests)
+}
+
+// TestBlobForceGC: with a force threshold below the garbage ratio of the
+// oldest blob files, automatic compactions rewrite the tables naming the
+// oldest file until its blobs are relocated and the file is gone.
+func TestBlobForceGC(t *testing.T) {
+	dir := t.TempDir()
+	o := blobTestOptions(NoCompression)
+	o.DisableAutoCompactions = true
+	o.EnableBlobGarbageCollection = true
+	o.BlobGarbageCollectionAgeCutoff = 0.5
+	o.BlobGarbageCollectionForceThreshold = 0.1
+	d, err := Open(dir, o)
+	require.NoError(t, err)
+	defer d.Close()
+	want := make(map[string][]byte)
+	big := func(i, r int) []byte { return []byte(strings.Repeat(fmt.Sprintf("%d/%d;", i, r), 100)) }
+	for r := 0; r < 4; r++ {
+		for i := 0; i < 60; i++ {
+			k := fmt.Sprintf("k%03d", i)
+			if r > 0 && i%3 != 0 {
+				continue
+			}
+			want[k] = big(i, r)
+			require.NoError(t, d.Put([]byte(k), want[k], nil))
+		}
+		require.NoError(t, d.Flush())
+		if r == 0 {
+			require.NoError(t, d.CompactRange(nil, nil))
+		}
+	}
+	// The overwrites reach the bottom level with a compaction that drops
+	// their old blobs' references, without collecting (cutoff tiny).
+	require.NoError(t, d.SetOptions(map[string]string{"blob_garbage_collection_age_cutoff": "0.01"}))
+	require.NoError(t, d.CompactRange(nil, nil))
+	first := versionBlobNums(d)[0]
+	require.NoError(t, d.SetOptions(map[string]string{"blob_garbage_collection_age_cutoff": "0.5",
+		"disable_auto_compactions": "false"}))
+	require.NoError(t, WaitForCompactions(d))
+	for _, n := range versionBlobNums(d) {
+		require.NotEqual(t, first, n, "the oldest blob file %d should have been collected: %v", first, versionBlobNums(d))
+	}
+	blobCheckAll(t, d, want)
+}
+
+// TestBlobCheckpoint: a checkpoint holds the blob files its tables refer
+// to and opens to the same values.
+func TestBlobCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, blobTestOptions(SnappyCompression))
+	require.NoError(t, err)
+	defer d.Close()
+	rng := rand.New(rand.NewSource(3))
+	want := make(map[string][]byte)
+	for i := 0; i < 100; i++ {
+		k := fmt.Sprintf("c%03d", i)
+		want[k] = blobTestValue(rng, i, 0)
+		require.NoError(t, d.Put([]byte(k), want[k], nil))
+	}
+	require.NoError(t, d.Flush())
+	cp := filepath.Join(t.TempDir(), "cp")
+	require.NoError(t, d.Checkpoint(cp))
+	require.Equal(t, versionBlobNums(d), blobFileNums(t, cp))
+	c, err := Open(cp, nil)
+	require.NoError(t, err)
+	blobCheckAll(t, c, want)
+	require.NoError(t, c.Close())
+}
