@@ -173,3 +173,12 @@ func (d *DB) noteBlobFilesLocked(adds []version.BlobFileAddition) {
 		d.blobs.known[a.FileNum] = struct{}{}
 	}
 }
+
+// blobFileBytes is the size on disk of the blob files adds describes.
+func blobFileBytes(adds []version.BlobFileAddition) uint64 {
+	var n uint64
+	for _, a := range adds {
+		n += blob.HeaderSize + a.TotalBytes + blob.FooterSize
+	}
+	return n
+}

@@ -84,6 +84,7 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 	for _, m := range out.metas {
 		wrote += m.Size
 	}
+	wrote += blobFileBytes(c.newBlobs)
 	ls := &d.stats.level[p.OutputLevel]
 	ls.bytesRead.Add(inBytes)
 	ls.bytesWritten.Add(wrote)

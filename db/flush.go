@@ -300,12 +300,15 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	}
 	d.noteBlobFilesLocked(blobs)
 	if meta != nil {
+		// Blob files count as bytes the flush wrote (RocksDB's
+		// write amplification counts them too).
+		n := meta.Size + blobFileBytes(blobs)
 		delete(d.mu.pendingOutputs, meta.FileNum)
 		d.stats.flushes.Add(1)
-		d.stats.flushBytes.Add(meta.Size)
-		d.stats.level[0].bytesWritten.Add(meta.Size)
+		d.stats.flushBytes.Add(n)
+		d.stats.level[0].bytesWritten.Add(n)
 		cf.stats.flushes.Add(1)
-		cf.stats.flushBytes.Add(meta.Size)
+		cf.stats.flushBytes.Add(n)
 	}
 	cf.mu.imm = cf.mu.imm[1:]
 	d.updateReadStateLocked(cf)

@@ -234,3 +234,27 @@ func DecodeIndex(key, b []byte) (Index, error) {
 	}
 	return x, nil
 }
+
+// compressionNames are RocksDB's CompressionTypeToString names.
+var compressionNames = map[byte]string{0: "NoCompression", 1: "Snappy", 2: "Zlib", 3: "BZip2", 4: "LZ4",
+	5: "LZ4HC", 6: "Xpress", 7: "ZSTD", 0x40: "ZSTDNotFinal"}
+
+// String formats x as RocksDB's BlobIndex::DebugString does (what
+// sst_dump and ldb print for a kTypeBlobIndex entry); format renders an
+// inlined value.
+func (x Index) String(format func([]byte) string) string {
+	var s string
+	if x.Type == IndexInlinedTTL {
+		s = "[inlined blob] value:" + format(x.Inline)
+	} else {
+		name, ok := compressionNames[x.Compression]
+		if !ok {
+			name = fmt.Sprintf("Unknown(%d)", x.Compression)
+		}
+		s = fmt.Sprintf("[blob ref] file:%d offset:%d size:%d compression: %s", x.FileNum, x.Offset, x.Size, name)
+	}
+	if x.Type != IndexBlob {
+		s += fmt.Sprintf(" exp:%d", x.Expiration)
+	}
+	return s
+}
