@@ -413,3 +413,22 @@ func TestBlobCheckpoint(t *testing.T) {
 	blobCheckAll(t, c, want)
 	require.NoError(t, c.Close())
 }
+
+// TestBlobSingleDelete: a single deletion over a blob value drops with it
+// in compaction, and the blob becomes garbage.
+func TestBlobSingleDelete(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, blobTestOptions(NoCompression))
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Put([]byte("k"), []byte(strings.Repeat("s", 300)), nil))
+	require.NoError(t, d.Put([]byte("m"), []byte("small"), nil))
+	require.NoError(t, d.Flush())
+	require.Len(t, versionBlobNums(d), 1)
+	require.NoError(t, d.SingleDelete([]byte("k"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.CompactRange(nil, nil))
+	_, err = d.Get([]byte("k"), nil)
+	require.True(t, errors.Is(err, ErrNotFound), "%v", err)
+	require.Empty(t, versionBlobNums(d))
+}

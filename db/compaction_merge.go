@@ -139,7 +139,8 @@ func (m *compactionMerger) run() error {
 			ok = it.Next()
 			if ok {
 				nk := it.Key()
-				if nk.Kind() == base.KindSet && bytes.Equal(nk.UserKey, m.cur) &&
+				// A blob index is a value here, as in RocksDB.
+				if (nk.Kind() == base.KindSet || nk.Kind() == base.KindBlobIndex) && bytes.Equal(nk.UserKey, m.cur) &&
 					stripeOf(nk.SeqNum(), m.snaps) == stripe && !m.covered(nk.UserKey, nk.SeqNum(), stripe) {
 					// The single deletion and its value drop together. What
 					// lies under them is read afresh: under the contract
@@ -166,7 +167,7 @@ func (m *compactionMerger) run() error {
 		if err := m.add(k, it.Value()); err != nil {
 			return err
 		}
-		sdUnderSet = kind == base.KindSet
+		sdUnderSet = kind == base.KindSet || kind == base.KindBlobIndex
 		ok = it.Next()
 	}
 	return it.Error()
