@@ -51,8 +51,15 @@ type Config struct {
 	DisableConcurrentMemtableWrites bool
 	// MaxBytesForLevelBase sets Options.MaxBytesForLevelBase (0 = default).
 	MaxBytesForLevelBase int64
-	Sync                 bool
-	DisableWAL           bool
+	// BlobFiles turns blob files on for every family (EnableBlobFiles)
+	// with MinBlobSize, 16 KiB blob files and garbage collection (age
+	// cutoff 0.5, force threshold 0.5), so that flushes, compactions and
+	// their garbage accounting run under the oracle; SetOptions then also
+	// toggles enable_blob_files and the garbage collection options.
+	BlobFiles   bool
+	MinBlobSize uint64
+	Sync        bool
+	DisableWAL  bool
 
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,
