@@ -432,3 +432,25 @@ func TestBlobSingleDelete(t *testing.T) {
 	require.True(t, errors.Is(err, ErrNotFound), "%v", err)
 	require.Empty(t, versionBlobNums(d))
 }
+
+// TestBlobMinSizeZero: min_blob_size 0 sends every non-empty value to a
+// blob file; an empty value stays inline and reads back empty.
+func TestBlobMinSizeZero(t *testing.T) {
+	dir := t.TempDir()
+	o := blobTestOptions(NoCompression)
+	o.MinBlobSize = 0
+	d, err := Open(dir, o)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Put([]byte("e"), nil, nil))
+	require.NoError(t, d.Put([]byte("x"), []byte("1"), nil))
+	require.NoError(t, d.Flush())
+	require.Len(t, versionBlobNums(d), 1)
+	v, err := d.Get([]byte("e"), nil)
+	require.NoError(t, err)
+	require.Empty(t, v)
+	v, err = d.Get([]byte("x"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "1", string(v))
+	blobCheckAll(t, d, map[string][]byte{"e": {}, "x": []byte("1")})
+}

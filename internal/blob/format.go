@@ -221,10 +221,9 @@ func DecodeIndex(key, b []byte) (Index, error) {
 		if !ok || len(p) != 1 {
 			return bad("malformed")
 		}
+		// Size 0 is valid: with min_blob_size 0 RocksDB stores empty
+		// values in blob files too.
 		x.Compression = p[0]
-		if x.Size == 0 {
-			return bad("blob of size 0")
-		}
 		return x, nil
 	default:
 		return bad(fmt.Sprintf("unknown type %d", x.Type))

@@ -64,7 +64,7 @@ func TestIndexRoundTrip(t *testing.T) {
 	in, err := DecodeIndex([]byte("k"), []byte{IndexInlinedTTL, 5, 'v', 'a', 'l'})
 	require.NoError(t, err)
 	require.Equal(t, "val", string(in.Inline))
-	for _, bad := range [][]byte{nil, {7}, b[:3], append(append([]byte(nil), b...), 0), {IndexBlob, 1, 1, 0, 0}} {
+	for _, bad := range [][]byte{nil, {7}, b[:3], append(append([]byte(nil), b...), 0), {IndexBlob, 1, 0x80}} {
 		_, err := DecodeIndex([]byte("k"), bad)
 		require.True(t, errors.Is(err, base.ErrCorruption), "%x", bad)
 	}
