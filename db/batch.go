@@ -2,7 +2,9 @@ package db
 
 import (
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/batch"
+	"github.com/stratadb/strata/internal/memtable"
 )
 
 // Batch is a sequence of writes applied atomically by DB.Write, encoded in
@@ -26,6 +28,9 @@ type Batch struct {
 	usesDefault bool
 	// fams are the other families records name, in order of first use.
 	fams []batchFamily
+	// index is set on an indexed batch (DB.NewIndexedBatch); nil on a
+	// plain one, whose methods then pay one nil check for it.
+	index *batchIndex
 }
 
 // batchFamily is a family a batch's records name, and whether one of them
@@ -66,6 +71,9 @@ func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) {
 	}
 	if id, ok := b.family(cf, false); ok {
 		b.b.PutCF(id, key, value)
+		if b.index != nil {
+			b.indexLast(id, base.KindSet, key, value)
+		}
 	}
 }
 
@@ -76,6 +84,9 @@ func (b *Batch) DeleteCF(cf *ColumnFamily, key []byte) {
 	}
 	if id, ok := b.family(cf, false); ok {
 		b.b.DeleteCF(id, key)
+		if b.index != nil {
+			b.indexLast(id, base.KindDelete, key, nil)
+		}
 	}
 }
 
@@ -86,6 +97,9 @@ func (b *Batch) DeleteRangeCF(cf *ColumnFamily, start, end []byte) {
 	}
 	if id, ok := b.family(cf, false); ok {
 		b.b.DeleteRangeCF(id, start, end)
+		if b.index != nil {
+			b.indexLast(id, base.KindRangeDelete, start, end)
+		}
 	}
 }
 
@@ -97,6 +111,9 @@ func (b *Batch) SingleDeleteCF(cf *ColumnFamily, key []byte) {
 	}
 	if id, ok := b.family(cf, false); ok {
 		b.b.SingleDeleteCF(id, key)
+		if b.index != nil {
+			b.indexLast(id, base.KindSingleDelete, key, nil)
+		}
 	}
 }
 
@@ -107,6 +124,9 @@ func (b *Batch) MergeCF(cf *ColumnFamily, key, operand []byte) {
 	}
 	if id, ok := b.family(cf, true); ok {
 		b.b.MergeCF(id, key, operand)
+		if b.index != nil {
+			b.indexLast(id, base.KindMerge, key, operand)
+		}
 	}
 }
 
@@ -119,6 +139,9 @@ func (b *Batch) Put(key, value []byte) {
 		return
 	}
 	b.b.Put(key, value)
+	if b.index != nil {
+		b.indexLast(0, base.KindSet, key, value)
+	}
 	b.usesDefault = true
 }
 
@@ -128,6 +151,9 @@ func (b *Batch) Delete(key []byte) {
 		return
 	}
 	b.b.Delete(key)
+	if b.index != nil {
+		b.indexLast(0, base.KindDelete, key, nil)
+	}
 	b.usesDefault = true
 }
 
@@ -138,6 +164,9 @@ func (b *Batch) DeleteRange(start, end []byte) {
 		return
 	}
 	b.b.DeleteRange(start, end)
+	if b.index != nil {
+		b.indexLast(0, base.KindRangeDelete, start, end)
+	}
 	b.usesDefault = true
 }
 
@@ -171,4 +200,8 @@ func (b *Batch) Reset() {
 	b.err, b.hasMerge, b.usesDefault = nil, false, false
 	clear(b.fams)
 	b.fams = b.fams[:0]
+	if b.index != nil {
+		b.index.mems = map[uint32]*memtable.MemTable{}
+		b.index.saves = nil
+	}
 }

@@ -162,3 +162,16 @@ func (cf *ColumnFamily) pickBlobForceGCLocked(v *version.Version, busy version.B
 	}
 	return nil
 }
+
+// merge adds o's counts to f.
+func (f blobFlow) merge(o blobFlow) {
+	for num, g := range o {
+		if h := f[num]; h != nil {
+			h.GarbageCount += g.GarbageCount
+			h.GarbageBytes += g.GarbageBytes
+		} else {
+			c := *g
+			f[num] = &c
+		}
+	}
+}

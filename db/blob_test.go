@@ -454,3 +454,43 @@ func TestBlobMinSizeZero(t *testing.T) {
 	require.Equal(t, "1", string(v))
 	blobCheckAll(t, d, map[string][]byte{"e": {}, "x": []byte("1")})
 }
+
+// TestBlobSubcompactions: a compaction split into ranges writes blob files
+// per range and records the garbage of all of them; values and ldb agree.
+func TestBlobSubcompactions(t *testing.T) {
+	dir := t.TempDir()
+	o := blobTestOptions(NoCompression)
+	o.MaxSubcompactions = 4
+	o.TargetFileSizeBase = 32 << 10
+	o.EnableBlobGarbageCollection = true
+	o.BlobGarbageCollectionAgeCutoff = 1
+	d, err := Open(dir, o)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewSource(5))
+	want := make(map[string][]byte)
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 400; i++ {
+			if rng.Intn(2) == 0 {
+				continue
+			}
+			k := fmt.Sprintf("s%05d", i)
+			want[k] = blobTestValue(rng, i, round)
+			require.NoError(t, d.Put([]byte(k), want[k], nil))
+		}
+		require.NoError(t, d.Flush())
+	}
+	old := versionBlobNums(d)
+	require.NoError(t, d.CompactRange(nil, nil))
+	require.Positive(t, d.stats.subcompactions.Load(), "the compaction should have split")
+	blobCheckAll(t, d, want)
+	for _, n := range versionBlobNums(d) {
+		require.Greater(t, n, old[len(old)-1], "cutoff 1: every blob moved to the compaction's files")
+	}
+	require.NoError(t, d.Close())
+	d, err = Open(dir, o)
+	require.NoError(t, err)
+	require.Equal(t, blobFileNums(t, dir), versionBlobNums(d))
+	blobCheckAll(t, d, want)
+	require.NoError(t, d.Close())
+	blobCompatCheckLDBMap(t, dir, want)
+}

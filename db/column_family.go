@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/version"
@@ -96,6 +97,8 @@ type ColumnFamilyOptions struct {
 	DisableAutoCompactions           bool
 	DisableReadTriggeredCompactions  bool
 	MergeOperator                    MergeOperator
+	CompactionFilter                 CompactionFilter
+	TTL                              time.Duration
 	BlockSize                        int
 	IndexType                        IndexType
 	PartitionFilters                 bool
@@ -133,6 +136,8 @@ func (o *Options) columnFamilyOptions() ColumnFamilyOptions {
 		DisableAutoCompactions:              o.DisableAutoCompactions,
 		DisableReadTriggeredCompactions:     o.DisableReadTriggeredCompactions,
 		MergeOperator:                       o.MergeOperator,
+		CompactionFilter:                    o.CompactionFilter,
+		TTL:                                 o.TTL,
 		BlockSize:                           o.BlockSize,
 		IndexType:                           o.IndexType,
 		PartitionFilters:                    o.PartitionFilters,
@@ -176,6 +181,8 @@ func (o Options) withFamily(c *ColumnFamilyOptions) (Options, error) {
 		o.DisableAutoCompactions = c.DisableAutoCompactions
 		o.DisableReadTriggeredCompactions = c.DisableReadTriggeredCompactions
 		o.MergeOperator = c.MergeOperator
+		o.CompactionFilter = c.CompactionFilter
+		o.TTL = c.TTL
 		o.BlockSize = c.BlockSize
 		o.IndexType = c.IndexType
 		o.PartitionFilters = c.PartitionFilters

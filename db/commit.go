@@ -101,6 +101,11 @@ type writer struct {
 	fams       []*ColumnFamily
 	sync       bool
 	disableWAL bool
+	// validate, set by a transaction's Commit, runs under mu with the
+	// pipeline drained before the write takes its sequence numbers: what
+	// it checks cannot change before the write lands (RocksDB's
+	// WriteCallback). An error stops the write.
+	validate func() error
 	// last is the last sequence number of the batch; walEnd its record's
 	// end as a walBytes position.
 	last   base.SeqNum
@@ -216,10 +221,17 @@ func (d *DB) commitWrite(w *writer) error {
 	b := w.b
 	rangeDels := b.HasRangeDeletion()
 	multi := w.fams != nil
-	if rangeDels || multi {
+	if rangeDels || multi || w.validate != nil {
 		// Range tombstones have no concurrent insert path, and a batch
-		// over several families inserts alone.
+		// over several families inserts alone. A transaction validates
+		// against every write that took sequence numbers.
 		c.waitDrainedLocked()
+		if w.validate != nil {
+			if err := w.validate(); err != nil {
+				c.mu.Unlock()
+				return err
+			}
+		}
 	}
 
 	// Stage 1. With no stall and no background error, and room in the

@@ -109,6 +109,11 @@ type compaction struct {
 	blobGarbage []version.BlobFileGarbage
 	// newBlobs are the blob files the compaction wrote.
 	newBlobs []version.BlobFileAddition
+	// filtered: the filter (or TTL) changed or removed an entry in the
+	// last run (set by every key range of a split compaction, so atomic);
+	// noFilter runs it without one (see compactLocked).
+	filtered atomic.Bool
+	noFilter bool
 }
 
 // errCompactionAborted ends a compaction that Close interrupted; a
@@ -340,6 +345,12 @@ func (cf *ColumnFamily) noteSeekCandidate(f *version.FileMetadata, level int) {
 // pickFIFOLocked picks a FIFO deletion, or with allowMerge an intra-L0
 // merge of small files. d.mu must be held.
 func (d *DB) pickFIFOLocked(cf *ColumnFamily, v *version.Version, allowMerge bool) *compaction {
+	if ttl := cf.ttlSeconds(); ttl > 0 {
+		if del := fifoExpired(v, ttl, d.nowUnix()); len(del) > 0 {
+			p := &version.Pick{Inputs: [2][]*version.FileMetadata{del, nil}}
+			return &compaction{cf: cf, kind: compactionDelete, pick: p}
+		}
+	}
 	if del := v.PickFIFODeletions(uint64(cf.opts.FIFOMaxTableFilesSize)); len(del) > 0 {
 		p := &version.Pick{Inputs: [2][]*version.FileMetadata{del, nil}}
 		return &compaction{cf: cf, kind: compactionDelete, pick: p}
@@ -352,6 +363,26 @@ func (d *DB) pickFIFOLocked(cf *ColumnFamily, v *version.Version, allowMerge boo
 		return nil
 	}
 	return &compaction{cf: cf, kind: compactionMerge, pick: p, targetSize: math.MaxUint64}
+}
+
+// fifoExpired returns the L0 files, oldest first, that FIFO's TTL drops
+// (RocksDB's FIFO ttl, PickTTLCompaction): every file from the oldest up
+// to the first written less than ttl seconds before now. The age is the
+// file's creation time (MANIFEST's file_creation_time), when it was
+// written: no entry in it is younger, so a dropped table holds only
+// expired values. RocksDB reads its rocksdb.creation.time property
+// instead; a file without a creation time is never dropped.
+func fifoExpired(v *version.Version, ttl, now int64) []*version.FileMetadata {
+	files := v.Levels[0] // newest first
+	var out []*version.FileMetadata
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if f.Compacting || f.CreationTime == 0 || f.CreationTime+ttl >= now {
+			break
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // newCompaction turns a leveled pick into a job: a trivial move when a
@@ -440,15 +471,36 @@ func (d *DB) compactLocked(c *compaction) error {
 		outs = []*version.FileMetadata{f}
 		d.stats.level[p.OutputLevel].bytesMoved.Add(f.Size)
 	case compactionMerge:
-		snaps := d.mu.snapshots.seqs()
-		d.mu.Unlock()
-		var err error
-		outs, err = d.runCompaction(c, snaps)
-		killpoint.Maybe("compaction.after_outputs")
-		d.mu.Lock()
-		if err != nil {
+		for try := 0; ; try++ {
+			snaps := d.mu.snapshots.seqs()
+			c.filtered.Store(false)
+			d.mu.Unlock()
+			var err error
+			outs, err = d.runCompaction(c, snaps)
+			killpoint.Maybe("compaction.after_outputs")
+			d.mu.Lock()
+			if err != nil {
+				d.discardOutputsLocked(outs)
+				return err
+			}
+			if !c.filtered.Load() {
+				break
+			}
+			if !d.mu.snapshots.newerThan(snaps) {
+				d.mu.snapshotHold++
+				defer d.releaseSnapshotHoldLocked()
+				break
+			}
+			// A snapshot taken while the compaction ran sees the entries
+			// it filtered as "seen by no snapshot": installing the
+			// outputs would change what that snapshot reads. Run again
+			// with the snapshots of now; after a few tries (snapshots
+			// keep coming), without the filter, which is always safe.
 			d.discardOutputsLocked(outs)
-			return err
+			outs = nil
+			if try == 2 {
+				c.noFilter = true
+			}
 		}
 	}
 	for _, f := range outs {
@@ -499,7 +551,10 @@ func (d *DB) compactLocked(c *compaction) error {
 func (d *DB) discardOutputsLocked(outs []*version.FileMetadata) {
 	for _, f := range outs {
 		delete(d.mu.pendingOutputs, f.FileNum)
-		d.removeFile(base.FileKindTable, f.FileNum)
+		if d.removeFile(base.FileKindTable, f.FileNum) != nil {
+			// No version has it: the next sweep retries.
+			d.mu.obsoleteTables = append(d.mu.obsoleteTables, f.FileNum)
+		}
 	}
 }
 
@@ -587,6 +642,20 @@ func (cf *ColumnFamily) CompactRange(start, end []byte) error {
 		d.startCompactionLocked(c)
 		if err := d.runCompactionLocked(c); err != nil {
 			return err
+		}
+	}
+	if d.mu.bgErr == nil && (cf.opts.CompactionFilter != nil || cf.opts.TTL > 0) {
+		// RocksDB's bottommost_level_compaction=kIfHaveCompactionFilter
+		// (its default): with a filter (TTL's included) the deepest
+		// level is rewritten in place too, so the filter sees every
+		// entry in the range.
+		v := cf.mu.vf.Current()
+		if p := v.PickInLevel(v.DeepestOverlapping(start, end), start, end); p != nil {
+			c := cf.newCompaction(v, p, true)
+			d.startCompactionLocked(c)
+			if err := d.runCompactionLocked(c); err != nil {
+				return err
+			}
 		}
 	}
 	return d.mu.bgErr

@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"sync/atomic"
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/iterator"
@@ -34,6 +35,13 @@ import (
 //     below, in older stripes or lower levels. A Delete right under a
 //     value of the same stripe is kept for the same reason (Put, snapshot,
 //     Delete, Put, SingleDelete is within the contract).
+//   - with a CompactionFilter or TTL (filt), the newest value of a key in
+//     the last stripe (seen by no snapshot) goes through the filter: a
+//     removal becomes a deletion at its sequence number (so nothing older
+//     shows again), then follows the deletion rules; a skip drops every
+//     last-stripe entry below its bound. Operands of a last-stripe stack go
+//     through FilterMergeOperand. Entries a snapshot sees never reach the
+//     filter (docs/compaction-filters.md).
 type compactionMerger struct {
 	d     *DB
 	cf    *ColumnFamily
@@ -42,7 +50,14 @@ type compactionMerger struct {
 	sets  []rangedel.Set
 	snaps []base.SeqNum
 	op    MergeOperator
+	filt  *entryFilter    // nil: no CompactionFilter and no TTL
 	fault compactionFault // faultNone outside tests
+	// skip is the bound of a FilterRemoveAndSkipUntil in force: entries of
+	// keys below it in the last stripe are dropped; nil: none.
+	skip []byte
+	// cancel, set when another range of a split compaction failed, stops
+	// the walk at the next user key; nil when the compaction is not split.
+	cancel *atomic.Bool
 
 	cur     []byte // the current user key
 	emitted bool   // an entry of cur was written
@@ -95,11 +110,30 @@ func (m *compactionMerger) run() error {
 		k := it.Key()
 		uk, seq := k.UserKey, k.SeqNum()
 		if !started || !bytes.Equal(uk, m.cur) {
+			if m.cancel != nil && m.cancel.Load() {
+				return errSubcompactionCancelled
+			}
+			if m.d.compactAbort.Load() {
+				return errCompactionAborted
+			}
 			m.cur = append(m.cur[:0], uk...)
 			started, m.emitted = true, false
 			lastStripe = -1
 		}
 		stripe := stripeOf(seq, m.snaps)
+		if m.skip != nil {
+			if bytes.Compare(uk, m.skip) < 0 {
+				if stripe == len(m.snaps) {
+					// Skipped by the filter: dropped without a deletion,
+					// and not read as this stripe's newest (RocksDB seeks
+					// past them).
+					ok = it.Next()
+					continue
+				}
+			} else {
+				m.skip = nil
+			}
+		}
 		keepSD := sdUnderSet
 		sdUnderSet = false
 		if stripe == lastStripe {
@@ -160,11 +194,32 @@ func (m *compactionMerger) run() error {
 			continue
 		}
 		lastStripe = stripe
+		value := it.Value()
+		if kind == base.KindSet && m.filt != nil && stripe == len(m.snaps) {
+			// The newest version of the key, seen by no snapshot: the only
+			// one the filter is asked about.
+			d, nv := m.filt.filter(uk, value)
+			if d != FilterKeep {
+				m.out.c.filtered.Store(true)
+			}
+			switch d {
+			case FilterRemove:
+				kind, value = base.KindDelete, nil
+				k = base.MakeInternalKey(m.cur, seq, kind)
+			case FilterChangeValue:
+				value = nv
+			case FilterRemoveAndSkipUntil:
+				if m.skip = skipUntil(uk, nv); m.skip != nil {
+					ok = it.Next()
+					continue
+				}
+			}
+		}
 		if kind == base.KindDelete && dropDeletes && stripe == 0 {
 			ok = it.Next()
 			continue
 		}
-		if err := m.add(k, it.Value()); err != nil {
+		if err := m.add(k, value); err != nil {
 			return err
 		}
 		sdUnderSet = kind == base.KindSet || kind == base.KindBlobIndex
@@ -181,8 +236,22 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 	it := m.it
 	m.ops.reset()
 	m.seqs = m.seqs[:0]
-	m.ops.add(it.Value())
-	m.seqs = append(m.seqs, it.Key().SeqNum())
+	newest := it.Key().SeqNum()
+	// Operands no snapshot sees go through the filter's
+	// FilterMergeOperand, when it has one.
+	var opFilter *entryFilter
+	if stripe == len(m.snaps) {
+		opFilter = m.filt
+	}
+	addOp := func(v []byte, seq base.SeqNum) {
+		if opFilter.dropOperand(m.cur, v) {
+			m.out.c.filtered.Store(true)
+			return
+		}
+		m.ops.add(v)
+		m.seqs = append(m.seqs, seq)
+	}
+	addOp(it.Value(), newest)
 	var existing []byte
 	terminated, keyEnded := false, false
 	ok := it.Next()
@@ -202,8 +271,7 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 		}
 		switch k.Kind() {
 		case base.KindMerge:
-			m.ops.add(it.Value())
-			m.seqs = append(m.seqs, seq)
+			addOp(it.Value(), seq)
 			ok = it.Next()
 			continue
 		case base.KindSet:
@@ -230,7 +298,17 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 		}
 		keyEnded = true
 	}
-	newest := m.seqs[0]
+	if m.ops.len() == 0 {
+		// The filter dropped every operand: what the stack ended on is
+		// the key's state.
+		switch {
+		case terminated && existing != nil:
+			return ok, m.add(base.MakeInternalKey(m.cur, newest, base.KindSet), existing)
+		case terminated && !(bottommost && stripe == 0):
+			return ok, m.add(base.MakeInternalKey(m.cur, newest, base.KindDelete), nil)
+		}
+		return ok, nil
+	}
 	if terminated || (keyEnded && bottommost) {
 		v, err := m.cf.fullMerge(m.cur, existing, m.ops.operands(true))
 		if err != nil {

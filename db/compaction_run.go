@@ -2,7 +2,9 @@ package db
 
 import (
 	"bytes"
-	"time"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -39,16 +41,15 @@ func stripeOf(seq base.SeqNum, snaps []base.SeqNum) int {
 // runCompaction merges c's inputs into new tables and returns their
 // metadata. On error it returns the outputs already finished, for the
 // caller to delete. d.mu must not be held.
+//
+// With subcompactions (compaction_sub.go) the key ranges are merged on
+// goroutines of their own, each into its own compactionOutputs; the
+// outputs are returned in key order. The first failure cancels the other
+// ranges (they stop at their next user key) and fails the compaction.
 func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileMetadata, error) {
-	it, tombs, inBytes, err := d.compactionInputs(c)
+	tombs, inBytes, err := d.compactionTombstones(c)
 	if err != nil {
 		return nil, err
-	}
-	counted := &blobCountingIter{Iterator: it, flow: make(blobFlow)}
-	it = counted
-	out := &compactionOutputs{d: d, c: c, blobOut: make(blobFlow), bw: c.cf.newBlobWriter()}
-	if s := c.cf.blob.Load(); s != nil && s.gc {
-		out.gcBelow = blobGCCutoff(c.version, s.ageCutoff)
 	}
 	// One fragment set per stripe: sets[j] holds the tombstones visible
 	// to snapshot j (the last: every tombstone).
@@ -57,31 +58,96 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 		sets[j] = rangedel.Build(tombs, s)
 	}
 	sets[len(snaps)] = rangedel.Build(tombs, base.MaxSeqNum)
+	var kept []base.Tombstone
 	for _, t := range tombs {
 		if c.bottommost && stripeOf(t.Seq, snaps) == 0 {
 			continue
 		}
-		out.tombs = append(out.tombs, t)
+		kept = append(kept, t)
 	}
-	err = d.mergeInto(out, it, sets, snaps)
-	if cerr := it.Close(); err == nil {
-		err = cerr
+	bounds, err := d.subcompactionBoundaries(c, d.subcompactionLimit())
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		err = out.finishLast()
+	n := len(bounds) + 1
+	// Blob files: each range writes its own (blob_files on) and counts the
+	// blob references it reads and writes; the garbage is the difference
+	// over all ranges.
+	var gcBelow uint64
+	if s := c.cf.blob.Load(); s != nil && s.gc {
+		gcBelow = blobGCCutoff(c.version, s.ageCutoff)
 	}
-	if err == nil {
-		c.newBlobs, err = out.bw.finish()
+	outs := make([]*compactionOutputs, n)
+	errs := make([]error, n)
+	var cancel atomic.Bool
+	for i := range outs {
+		o := &compactionOutputs{d: d, c: c, tombs: kept, blobIn: make(blobFlow), blobOut: make(blobFlow),
+			bw: c.cf.newBlobWriter(), gcBelow: gcBelow}
+		if n > 1 {
+			if i > 0 {
+				o.lower = bounds[i-1]
+			}
+			if i < n-1 {
+				o.upper = bounds[i]
+			}
+			o.tombs = clipTombstones(kept, o.lower, o.upper)
+		}
+		outs[i] = o
+	}
+	if n == 1 {
+		errs[0] = d.runSubcompaction(outs[0], sets, snaps, nil)
+	} else {
+		d.stats.subcompactions.Add(uint64(n))
+		d.logf(slog.LevelInfo, "compaction split into subcompactions", "family", c.cf.name,
+			"start_level", c.pick.StartLevel, "output_level", c.pick.OutputLevel, "ranges", n, "input_bytes", inBytes)
+		var wg sync.WaitGroup
+		for i := range outs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if errs[i] = d.runSubcompaction(outs[i], sets, snaps, &cancel); errs[i] != nil {
+					cancel.Store(true)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	var metas []*version.FileMetadata
+	for _, o := range outs {
+		metas = append(metas, o.metas...)
+	}
+	for _, e := range errs {
+		// A range stopped because another failed reports the other's
+		// error, not its own.
+		if e != nil && (err == nil || errors.Is(err, errSubcompactionCancelled)) {
+			err = e
+		}
+	}
+	c.newBlobs = nil
+	for _, o := range outs {
+		if err != nil {
+			break
+		}
+		var adds []version.BlobFileAddition
+		adds, err = o.bw.finish()
+		c.newBlobs = append(c.newBlobs, adds...)
 	}
 	if err != nil {
-		out.abandon()
-		out.bw.abandon()
-		return out.metas, err
+		for _, o := range outs {
+			o.bw.abandon()
+		}
+		c.newBlobs = nil
+		return metas, err
 	}
-	c.blobGarbage = counted.flow.garbage(out.blobOut)
+	in, out := make(blobFlow), make(blobFlow)
+	for _, o := range outs {
+		in.merge(o.blobIn)
+		out.merge(o.blobOut)
+	}
+	c.blobGarbage = in.garbage(out)
 	p := c.pick
 	var wrote uint64
-	for _, m := range out.metas {
+	for _, m := range metas {
 		wrote += m.Size
 	}
 	wrote += blobFileBytes(c.newBlobs)
@@ -91,21 +157,59 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 	for _, f := range p.Inputs[0] {
 		ls.bytesReadStart.Add(f.Size)
 	}
-	return out.metas, nil
+	return metas, nil
+}
+
+// errSubcompactionCancelled stops a subcompaction whose compaction has
+// failed in another range; it is never the compaction's error.
+var errSubcompactionCancelled = errors.New("strata: subcompaction cancelled: another range of its compaction failed")
+
+// runSubcompaction merges the inputs of out.c with user keys in [out.lower,
+// out.upper) (nil: unbounded) into out. On error the unfinished output is
+// deleted; out.metas holds the finished ones. cancel, when not nil, is set
+// by a failed sibling range: the merge stops at its next user key.
+func (d *DB) runSubcompaction(out *compactionOutputs, sets []rangedel.Set, snaps []base.SeqNum, cancel *atomic.Bool) error {
+	it, err := d.compactionIter(out.c, out.lower)
+	if err != nil {
+		return err
+	}
+	if out.lower != nil || out.upper != nil {
+		it = &boundedIter{Iterator: it, lo: out.lower, hi: out.upper}
+	}
+	// Counted inside the range's bounds: an entry read past them belongs
+	// to the next range, which counts it.
+	counted := &blobCountingIter{Iterator: it, flow: out.blobIn}
+	it = counted
+	err = d.mergeInto(out, it, sets, snaps, cancel)
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = out.finishLast()
+	}
+	if err != nil {
+		out.abandon()
+	}
+	return err
 }
 
 // mergeInto walks the merged inputs, drops what no reader can see and
 // writes the rest to out. Merge operands and single deletions follow the
 // rules in compaction_merge.go.
-func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum) error {
-	cm := compactionMerger{d: d, cf: out.c.cf, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.opts.MergeOperator,
-		fault: compactionFault(d.testingCompactionFault.Load())}
+func (d *DB) mergeInto(out *compactionOutputs, it iterator.Iterator, sets []rangedel.Set, snaps []base.SeqNum, cancel *atomic.Bool) error {
+	var filt *entryFilter
+	if !out.c.noFilter {
+		filt = out.c.cf.newEntryFilter(out.c.pick.StartLevel, false)
+	}
+	cm := compactionMerger{d: d, cf: out.c.cf, out: out, it: it, sets: sets, snaps: snaps, op: out.c.cf.mergeOperator(),
+		filt:  filt,
+		fault: compactionFault(d.testingCompactionFault.Load()), cancel: cancel}
 	return cm.run()
 }
 
-// compactionInputs opens the merged iterator over c's inputs and gathers
-// their range tombstones and total size.
-func (d *DB) compactionInputs(c *compaction) (iterator.Iterator, []base.Tombstone, uint64, error) {
+// compactionTombstones gathers the range tombstones of c's inputs and
+// their total size.
+func (d *DB) compactionTombstones(c *compaction) ([]base.Tombstone, uint64, error) {
 	var tombs []base.Tombstone
 	var size uint64
 	for _, files := range c.pick.Inputs {
@@ -113,10 +217,21 @@ func (d *DB) compactionInputs(c *compaction) (iterator.Iterator, []base.Tombston
 			size += f.Size
 			e, err := d.tables.acquire(f)
 			if err != nil {
-				return nil, nil, 0, err
+				return nil, 0, err
 			}
 			tombs = append(tombs, e.reader.Tombstones()...)
 			d.tables.release(e)
+		}
+	}
+	return tombs, size, nil
+}
+
+// compactionIter opens the merged iterator over c's inputs, for the key
+// range from lower.
+func (d *DB) compactionIter(c *compaction, lower []byte) (iterator.Iterator, error) {
+	if h := d.testingSubcompactionHook.Load(); h != nil {
+		if err := (*h)(lower); err != nil {
+			return nil, err
 		}
 	}
 	var iters []iterator.Iterator
@@ -133,7 +248,7 @@ func (d *DB) compactionInputs(c *compaction) (iterator.Iterator, []base.Tombston
 			iters = append(iters, d.compactionLevelIter(files))
 		}
 	}
-	return iterator.NewMerging(iters...), tombs, size, nil
+	return iterator.NewMerging(iters...), nil
 }
 
 // compactionLevelIter iterates sorted, non-overlapping files in order.
@@ -155,9 +270,12 @@ func (d *DB) compactionLevelIter(files []*version.FileMetadata) iterator.Iterato
 //
 // Invariants: outputs never split the versions of one user key; output i
 // holds the kept tombstones clipped to [lower_i, lower_{i+1}), where lower
-// is nil (unbounded) for the first output and each later lower is the first
-// user key of that output, so adjacent outputs do not overlap (a clipped
-// tombstone makes an output's largest key a sentinel, an exclusive bound).
+// is the lower bound of the key range (nil, unbounded, without
+// subcompactions) for the first output and each later lower is the first
+// user key of that output, and the last output's upper bound is the range's
+// (nil: unbounded), so adjacent outputs, of one range or of two, do not
+// overlap (a clipped tombstone makes an output's largest key a sentinel, an
+// exclusive bound).
 type compactionOutputs struct {
 	d     *DB
 	c     *compaction
@@ -169,12 +287,15 @@ type compactionOutputs struct {
 	fileNum uint64
 	name    string
 	lower   []byte
+	upper   []byte // the key range's exclusive upper bound; nil: none
 	// grandparent split state (LevelDB's ShouldStopBefore).
 	gpIndex   int
 	gpOverlap uint64
 	seenKey   bool
 	// blobOut counts the blob references written; oldestBlob is the
 	// smallest blob file the current output refers to (0: none).
+	// blobIn counts the blob references read (by the range's iterator).
+	blobIn     blobFlow
 	blobOut    blobFlow
 	oldestBlob uint64
 	// bw writes blob files (blob files on): inline values of at least
@@ -349,7 +470,7 @@ func (o *compactionOutputs) finish(upper []byte) error {
 		o.dropPending()
 		return errors.Wrapf(err, "strata: finishing table %s", o.name)
 	}
-	now := time.Now().Unix()
+	now := o.d.nowUnix()
 	o.metas = append(o.metas, &version.FileMetadata{
 		FileNum: o.fileNum, Size: wm.Size,
 		Smallest: wm.Smallest.Clone(), Largest: wm.Largest.Clone(),
@@ -373,7 +494,7 @@ func (o *compactionOutputs) finishLast() error {
 	if o.w == nil {
 		return nil
 	}
-	return o.finish(nil)
+	return o.finish(o.upper)
 }
 
 // abandon deletes an unfinished output.

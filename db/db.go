@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/cache"
@@ -94,6 +95,9 @@ type DB struct {
 	// maxBackgroundJobs is the mutable max_background_jobs (SetOptions);
 	// 0 means as in opts.
 	maxBackgroundJobs atomic.Int64
+	// maxSubcompactions is the mutable max_subcompactions (SetOptions);
+	// 0 means as in opts.
+	maxSubcompactions atomic.Int64
 	// setOptionsMu makes concurrent SetOptions calls apply one at a time.
 	setOptionsMu sync.Mutex
 
@@ -143,6 +147,17 @@ type DB struct {
 	// catches it (see compactionFault). Atomic: a test may set it while a
 	// compaction begins.
 	testingCompactionFault atomic.Uint32
+	// testingClock, when set (tests only, SetClockForTesting), is the
+	// clock TTL reads instead of time.Now.
+	testingClock atomic.Pointer[func() time.Time]
+	// testingSubcompactionHook, when set (by tests only), runs as each
+	// key range of a compaction opens its inputs, with the range's lower
+	// bound; an error it returns fails that range.
+	testingSubcompactionHook atomic.Pointer[func(lower []byte) error]
+	// compactAbort is set with mu.closing, for compaction merges to read
+	// at each user key without the lock: Close aborts them there instead
+	// of waiting for their current output file.
+	compactAbort atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -150,6 +165,12 @@ type DB struct {
 		// background error is set and when the DB closes.
 		cond     sync.Cond
 		versions *version.VersionSet
+		// snapshotHold counts flushes and compactions whose filter changed
+		// entries seen by no snapshot, from the check that no snapshot was
+		// taken since they were planned until their outputs are installed:
+		// NewSnapshot waits for it to be 0, so that no snapshot sees the
+		// entries before the install and the filtered ones after.
+		snapshotHold int
 		// fams are the live column families, by id (the default first).
 		// It changes with d.commit.mu held too (families are created and
 		// dropped with the pipeline drained).
@@ -179,14 +200,24 @@ type DB struct {
 		// sweep never deletes them.
 		pendingOutputs map[uint64]struct{}
 		// obsoleteTables are tables dropped from the current version, to be
-		// deleted once no version references them.
+		// deleted once no version references them. A table whose removal
+		// failed stays here and is tried again at the next sweep (on
+		// Windows a file still open cannot be removed).
 		obsoleteTables []uint64
+		// obsoleteWALs are WALs no memtable needs whose removal failed:
+		// each sweep tries them again.
+		obsoleteWALs []uint64
 		// wals are the WAL numbers on disk, ascending, and walStarts the
 		// commit.walBytes position at which each began (for
 		// max_total_wal_size; 0 for those found at Open).
 		wals      []uint64
 		walStarts []uint64
 	}
+
+	// txnLocks are the pessimistic transactions' key locks, made on first
+	// use (see DB.lockManager).
+	txnLocksOnce sync.Once
+	txnLocks     *lockManager
 }
 
 // testingHookBetweenViewAndSeq runs the test hook, if any: one nil check on
@@ -275,6 +306,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Lock()
 	d.mu.closing = true
+	d.compactAbort.Store(true)
 	d.mu.cond.Broadcast()
 	leakedSnaps := d.mu.snapshots.count
 	d.mu.Unlock()

@@ -16,4 +16,9 @@ var (
 	// ErrCorruption: a checksum or format check failed; the message names
 	// the file and the offset.
 	ErrCorruption = base.ErrCorruption
+	// ErrConflict: a transaction cannot commit (a key it wrote, or read
+	// for update, or under Serializable read, was written by a commit after
+	// its snapshot), or a pessimistic lock wait timed out or would have
+	// closed a cycle of waiters. Retry the transaction (DB.Update does).
+	ErrConflict = base.ErrConflict
 )

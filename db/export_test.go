@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/vfs"
@@ -110,4 +111,23 @@ func IsClosing(d *DB) bool {
 // ListColumnFamiliesFS is ListColumnFamilies on fs.
 func ListColumnFamiliesFS(fs vfs.FS, dir string) ([]string, error) {
 	return listColumnFamilies(fs, dir)
+}
+
+// TestingLockWaiting reports whether t is waiting for a lock.
+func (t *Transaction) TestingLockWaiting() bool {
+	m := t.d.lockManager()
+	m.waitMu.Lock()
+	defer m.waitMu.Unlock()
+	_, ok := m.waitFor[t]
+	return ok
+}
+
+// SetClockForTesting makes TTL read the time from now instead of
+// time.Now; nil restores the real clock.
+func SetClockForTesting(d *DB, now func() time.Time) {
+	if now == nil {
+		d.testingClock.Store(nil)
+		return
+	}
+	d.testingClock.Store(&now)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
@@ -249,7 +250,11 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	d.evFlushBegin(ev)
 	defer func() { d.evFlushEnd(ev, meta, start, err) }()
 	if !m.Empty() {
-		meta, blobs, err = d.writeLevel0TableLocked(cf, m.MemTable)
+		var held bool
+		meta, blobs, held, err = d.writeLevel0TableLocked(cf, m.MemTable)
+		if held {
+			defer d.releaseSnapshotHoldLocked()
+		}
 		if err != nil {
 			return err
 		}
@@ -263,7 +268,10 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 		// belongs to nothing.
 		if meta != nil {
 			delete(d.mu.pendingOutputs, meta.FileNum)
-			d.removeFile(base.FileKindTable, meta.FileNum)
+			if d.removeFile(base.FileKindTable, meta.FileNum) != nil {
+				// No version has it: the next sweep retries.
+				d.mu.obsoleteTables = append(d.mu.obsoleteTables, meta.FileNum)
+			}
 			meta = nil
 		}
 		for _, b := range blobs {
@@ -339,15 +347,57 @@ func (d *DB) minLogToKeepAfterLocked(cf *ColumnFamily, nextLog uint64) uint64 {
 
 // writeLevel0TableLocked writes the contents of m, a memtable of cf, into a
 // new table file. d.mu must be held; it is released during the write.
+// held reports that the filter changed entries and d.mu.snapshotHold was
+// taken: the caller releases it once the table is installed (or not).
 // The blob files it wrote (blob_files on) are returned for the flush's
 // MANIFEST edit; they stay pending outputs until noteBlobFilesLocked.
-func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (*version.FileMetadata, []version.BlobFileAddition, error) {
+func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (meta *version.FileMetadata, blobs []version.BlobFileAddition, held bool, err error) {
 	fileNum := d.mu.versions.NextFileNum()
 	d.mu.pendingOutputs[fileNum] = struct{}{}
-	it := cf.flushIter(m)
-	bw := cf.newBlobWriter()
+	snaps := d.mu.snapshots.seqs()
+	it := cf.flushIter(m, snaps, true)
 	d.mu.Unlock()
 	start := time.Now()
+	meta, blobs, err = d.writeFlushTable(cf, fileNum, it, m)
+	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
+	d.mu.Lock()
+	if err != nil {
+		delete(d.mu.pendingOutputs, fileNum)
+		return nil, nil, false, err
+	}
+	if ff, ok := it.(*flushFilterIter); ok && ff.altered && !d.mu.snapshots.newerThan(snaps) {
+		d.mu.snapshotHold++
+		return meta, blobs, true, nil
+	} else if ok && ff.altered {
+		// A snapshot taken during the flush reads the memtable's entries
+		// the filter took for seen by no snapshot (see compactLocked):
+		// write the memtable again, unfiltered (the filter runs in later
+		// compactions).
+		d.discardOutputsLocked([]*version.FileMetadata{meta})
+		for _, b := range blobs {
+			delete(d.mu.pendingOutputs, b.FileNum)
+			d.removeFile(base.FileKindBlob, b.FileNum)
+		}
+		fileNum = d.mu.versions.NextFileNum()
+		d.mu.pendingOutputs[fileNum] = struct{}{}
+		snaps = d.mu.snapshots.seqs()
+		it = cf.flushIter(m, snaps, false)
+		d.mu.Unlock()
+		meta, blobs, err = d.writeFlushTable(cf, fileNum, it, m)
+		d.mu.Lock()
+		if err != nil {
+			delete(d.mu.pendingOutputs, fileNum)
+			return nil, nil, false, err
+		}
+	}
+	return meta, blobs, false, nil
+}
+
+// writeFlushTable writes table fileNum of a flush from it, with the
+// family's blob files when they are on; on failure nothing it wrote stays.
+// d.mu must not be held.
+func (d *DB) writeFlushTable(cf *ColumnFamily, fileNum uint64, it iterator.Iterator, m *memtable.MemTable) (*version.FileMetadata, []version.BlobFileAddition, error) {
+	bw := cf.newBlobWriter()
 	meta, err := cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0, bw)
 	var blobs []version.BlobFileAddition
 	if err == nil {
@@ -358,11 +408,6 @@ func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (*ve
 	}
 	if err != nil {
 		bw.abandon()
-	}
-	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
-	d.mu.Lock()
-	if err != nil {
-		delete(d.mu.pendingOutputs, fileNum)
 		return nil, nil, err
 	}
 	return meta, blobs, nil

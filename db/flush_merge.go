@@ -41,17 +41,22 @@ type flushMergeIter struct {
 	seqs []base.SeqNum
 }
 
-// flushIter returns the iterator a flush of m writes: with a merge
-// operator and no range deletion in m, operands are combined. d.mu must be
-// held (for the snapshot list).
-func (cf *ColumnFamily) flushIter(m *memtable.MemTable) iterator.Iterator {
+// flushIter returns the iterator a flush of m writes, planned with the
+// snapshots snaps: with a merge operator and no range deletion in m,
+// operands are combined; with filter and a CompactionFilter that opts in
+// (FilterOnFlush), values are filtered.
+func (cf *ColumnFamily) flushIter(m *memtable.MemTable, snaps []base.SeqNum, filter bool) iterator.Iterator {
 	d := cf.d
 	it := m.NewIter()
-	op := cf.opts.MergeOperator
-	if op == nil || m.HasTombstones() {
-		return it
+	op := cf.mergeOperator()
+	var out iterator.Iterator = it
+	if op != nil && !m.HasTombstones() {
+		out = &flushMergeIter{Iterator: it, d: d, cf: cf, op: op, snaps: snaps}
 	}
-	return &flushMergeIter{Iterator: it, d: d, cf: cf, op: op, snaps: d.mu.snapshots.seqs()}
+	if f := cf.newEntryFilter(0, true); filter && f != nil {
+		out = &flushFilterIter{Iterator: out, f: f, last: len(snaps), snaps: snaps}
+	}
+	return out
 }
 
 type flushEntry struct {
@@ -188,4 +193,92 @@ func (f *flushMergeIter) queueOperands(ukey []byte) error {
 		f.out = append(f.out, flushEntry{key: base.MakeInternalKey(ukey, f.seqs[i], base.KindMerge), value: append([]byte(nil), op...)})
 	}
 	return nil
+}
+
+// flushFilterIter applies a family's CompactionFilter in a flush, for a
+// filter that opts in (FilterOnFlush): the newest entry of each key, when
+// it is a value that no snapshot sees (the last stripe), is passed to the
+// filter. A removed value becomes a deletion at its sequence number;
+// FilterRemoveAndSkipUntil drops the entries of the last stripe up to its
+// bound. Merge operands are not filtered in flushes.
+type flushFilterIter struct {
+	iterator.Iterator
+	f     *entryFilter
+	snaps []base.SeqNum
+	last  int // the stripe no snapshot sees
+
+	cur     []byte // the user key of the entry yielded
+	started bool
+	// altered: a decision other than FilterKeep was applied.
+	altered bool
+	skip    []byte // FilterRemoveAndSkipUntil's bound; nil: none
+	// made: the entry yielded is key/value, not the inner iterator's.
+	made  bool
+	key   base.InternalKey
+	value []byte
+}
+
+func (f *flushFilterIter) First() bool {
+	f.started, f.skip = false, nil
+	return f.settle(f.Iterator.First())
+}
+
+func (f *flushFilterIter) Next() bool { return f.settle(f.Iterator.Next()) }
+
+func (f *flushFilterIter) Key() base.InternalKey {
+	if f.made {
+		return f.key
+	}
+	return f.Iterator.Key()
+}
+
+func (f *flushFilterIter) Value() []byte {
+	if f.made {
+		return f.value
+	}
+	return f.Iterator.Value()
+}
+
+// settle decides for the entry the inner iterator rests on, stepping past
+// those that are dropped.
+func (f *flushFilterIter) settle(ok bool) bool {
+	f.made = false
+	for ; ok; ok = f.Iterator.Next() {
+		k := f.Iterator.Key()
+		newKey := !f.started || !bytes.Equal(k.UserKey, f.cur)
+		if newKey {
+			f.cur = append(f.cur[:0], k.UserKey...)
+			f.started = true
+		}
+		stripe := stripeOf(k.SeqNum(), f.snaps)
+		if f.skip != nil {
+			if bytes.Compare(k.UserKey, f.skip) < 0 {
+				if stripe == f.last {
+					continue
+				}
+			} else {
+				f.skip = nil
+			}
+		}
+		if !newKey || stripe != f.last || k.Kind() != base.KindSet {
+			return true
+		}
+		d, nv := f.f.filter(k.UserKey, f.Iterator.Value())
+		if d != FilterKeep {
+			f.altered = true
+		}
+		switch d {
+		case FilterRemove:
+			f.made, f.key, f.value = true, base.MakeInternalKey(f.cur, k.SeqNum(), base.KindDelete), nil
+		case FilterChangeValue:
+			f.made, f.key = true, base.MakeInternalKey(f.cur, k.SeqNum(), base.KindSet)
+			f.value = append(f.value[:0], nv...)
+		case FilterRemoveAndSkipUntil:
+			if f.skip = skipUntil(k.UserKey, nv); f.skip != nil {
+				continue
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -82,6 +82,25 @@ type Iterator struct {
 	refreshKey []byte
 	// lowerBuf and upperBuf keep SetBounds' copies' memory across calls.
 	lowerBuf, upperBuf []byte
+	// batchIter: the iterator reads an indexed batch or a transaction over
+	// the database (see batchIndex.newIterator); Refresh refuses it.
+	batchIter bool
+	// track, set on a Serializable transaction's iterator, collects the
+	// key range it passes over (see readRange); nil otherwise, and the
+	// positioning methods then pay one nil check.
+	track    *readRange
+	trackBuf []byte
+
+	// ttl is the family's TTL in seconds (0: none): values carry a write
+	// time suffix, which Value strips, and those expired at now (the
+	// clock when NewIterator or Refresh ran: one instant for the whole
+	// view) are stepped over unless includeExpired.
+	ttl            int64
+	now            int64
+	includeExpired bool
+	// ttlValue is the current value as stored, kept by the positioning's
+	// expiry check (reading it again costs as much as the check).
+	ttlValue []byte
 }
 
 // errIterClosed is the error of a closed iterator, made once: a stack
@@ -124,6 +143,9 @@ func (cf *ColumnFamily) NewIterator(ro *ReadOptions) *Iterator {
 		it.upper = append([]byte{}, ro.UpperBound...)
 	}
 	it.prefixSame, it.totalOrder = ro.PrefixSameAsStart, ro.TotalOrderSeek
+	if it.ttl = cf.ttlSeconds(); it.ttl > 0 {
+		it.now, it.includeExpired = d.nowUnix(), ro.IncludeExpired
+	}
 	it.h = cf.extractor.Load()
 	st, err := d.acquireIterState(rs, snap)
 	if err != nil {
@@ -316,6 +338,15 @@ func (it *Iterator) Value() []byte {
 	if !it.Valid() {
 		return nil
 	}
+	if it.ttl > 0 {
+		// Positioning checked the suffix is there and kept the value.
+		return it.ttlValue[:len(it.ttlValue)-ttlSuffixLen]
+	}
+	return it.rawValue()
+}
+
+// rawValue is the current value as stored (with a TTL suffix).
+func (it *Iterator) rawValue() []byte {
 	if it.dir == forward && !it.merged {
 		if it.blobbed {
 			return it.blobVal
@@ -323,6 +354,20 @@ func (it *Iterator) Value() []byte {
 		return it.iter.Value()
 	}
 	return it.savedValue
+}
+
+// ttlSkip reports whether the current value of a TTL family is to be
+// stepped over (expired); a value without room for the suffix stops the
+// iterator with ErrCorruption.
+func (it *Iterator) ttlSkip() bool {
+	v := it.rawValue()
+	it.ttlValue = v
+	if len(v) < ttlSuffixLen {
+		it.err = base.CorruptionErrorf("strata: column family %q: value of key %q has %d bytes, too short for its TTL timestamp", it.cf.name, it.Key(), len(v))
+		it.valid = false
+		return false
+	}
+	return !it.includeExpired && ttlExpired(v, it.ttl, it.now)
 }
 
 // Err returns the error that stopped the iterator, if any; after the DB's
@@ -448,6 +493,9 @@ func (it *Iterator) SeekToFirst() {
 	if !it.usable() {
 		return
 	}
+	if it.track != nil {
+		it.trackStart(nil, nil, true)
+	}
 	it.hasPrefix, it.filterPrefix = false, nil
 	it.resetFilteredChildren()
 	it.dir = forward
@@ -457,6 +505,9 @@ func (it *Iterator) SeekToFirst() {
 		it.iterValid = it.iter.First()
 	}
 	it.findNextUserEntry(false, nil)
+	if it.track != nil {
+		it.trackEnd(true)
+	}
 }
 
 // Seek moves to the first key >= key.
@@ -471,14 +522,23 @@ func (it *Iterator) Seek(key []byte) {
 	if it.lower != nil && bytes.Compare(target, it.lower) < 0 {
 		target = it.lower
 	}
+	if it.track != nil {
+		it.trackStart(target, nil, true)
+	}
 	it.iterValid = it.iter.SeekGE(target)
 	it.findNextUserEntry(false, nil)
+	if it.track != nil {
+		it.trackEnd(true)
+	}
 }
 
 // SeekToLast moves to the last key (before UpperBound).
 func (it *Iterator) SeekToLast() {
 	if !it.usable() {
 		return
+	}
+	if it.track != nil {
+		it.trackStart(nil, nil, false)
 	}
 	it.hasPrefix, it.filterPrefix = false, nil
 	it.resetFilteredChildren()
@@ -489,6 +549,9 @@ func (it *Iterator) SeekToLast() {
 		it.iterValid = it.iter.Last()
 	}
 	it.findPrevUserEntry()
+	if it.track != nil {
+		it.trackEnd(false)
+	}
 }
 
 // SeekForPrev moves to the last key <= key.
@@ -511,11 +574,21 @@ func (it *Iterator) SeekForPrev(key []byte) {
 		it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
 		it.iterValid = it.iter.SeekLT(it.seekBuf)
 	}
+	if it.track != nil {
+		it.trackSeekForPrev(key)
+	}
 	it.findPrevUserEntry()
+	if it.track != nil {
+		it.trackEnd(false)
+	}
 }
 
 // Next moves to the next key.
 func (it *Iterator) Next() {
+	if it.track != nil {
+		it.nextTracked()
+		return
+	}
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return
@@ -545,6 +618,10 @@ func (it *Iterator) Next() {
 
 // Prev moves to the previous key.
 func (it *Iterator) Prev() {
+	if it.track != nil {
+		it.prevTracked()
+		return
+	}
 	if !it.usable() || !it.valid {
 		it.valid = false
 		return
@@ -591,6 +668,19 @@ func (it *Iterator) Prev() {
 // the first visible, live key; with skipping set it first passes every
 // entry of skip.
 func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
+	it.findNextEntry(skipping, skip)
+	for it.ttl > 0 && it.valid && it.ttlSkip() {
+		// An expired value: the key reads as absent (as Next would step).
+		if !it.merged {
+			it.savedKey = append(it.savedKey[:0], it.iter.Key().UserKey...)
+			it.iterValid = it.iter.Next()
+		}
+		it.findNextEntry(true, it.savedKey)
+	}
+}
+
+// findNextEntry is findNextUserEntry before TTL expiry.
+func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
 	it.merged, it.blobbed = false, false
 	for ; it.iterValid; it.iterValid = it.iter.Next() {
 		k := it.iter.Key()
@@ -661,6 +751,16 @@ func (it *Iterator) saveSkip(key []byte) []byte {
 // the previous visible, live key, leaving the internal iterator just before
 // that key's entries.
 func (it *Iterator) findPrevUserEntry() {
+	it.findPrevEntry()
+	for it.ttl > 0 && it.valid && it.ttlSkip() {
+		// An expired value: the key reads as absent. The internal
+		// iterator rests before its entries.
+		it.findPrevEntry()
+	}
+}
+
+// findPrevEntry is findPrevUserEntry before TTL expiry.
+func (it *Iterator) findPrevEntry() {
 	it.merged, it.blobbed = false, false
 	haveValue := false
 	// savedBlob: savedValue holds a blob index, read once the walk ends.

@@ -26,6 +26,10 @@ func (it *Iterator) Refresh() error {
 	if it.closed {
 		return errors.Wrap(ErrClosed, "strata: Refresh of a closed iterator")
 	}
+	if it.batchIter {
+		// Its state includes the batch's index as of NewIterator.
+		return errors.Wrap(ErrInvalidArgument, "strata: Refresh of an indexed batch's or a transaction's iterator: make a new one")
+	}
 	d := it.d
 	if err := it.cf.check(d); err != nil {
 		// A closed database, or a family dropped since NewIterator: there
@@ -69,6 +73,9 @@ func (it *Iterator) Refresh() error {
 	st.owner = it
 	it.st, it.iter, it.tombs, it.snap = st, &st.merging, &st.tombs, snap
 	it.err = nil
+	if it.ttl > 0 {
+		it.now = d.nowUnix()
+	}
 	if !wasValid {
 		return nil
 	}

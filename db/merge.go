@@ -114,7 +114,7 @@ func (cf *ColumnFamily) tableMergeOperator() (name, file string) {
 
 // fullMerge runs the configured operator's FullMerge, wrapping its error.
 func (cf *ColumnFamily) fullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
-	op := cf.opts.MergeOperator
+	op := cf.mergeOperator()
 	if op == nil {
 		return nil, cf.errNoMergeOperator(key)
 	}
@@ -149,6 +149,9 @@ func (cf *ColumnFamily) Merge(key, operand []byte, wo *WriteOptions) error {
 	}
 	if err := checkBatchGrowth(0, 0, len(key), len(operand), true); err != nil {
 		return err
+	}
+	if cf != nil && cf.opts.TTL > 0 {
+		operand = appendTTL(operand, cf.d.nowUnix())
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()
@@ -186,6 +189,9 @@ func (b *Batch) Merge(key, operand []byte) {
 	}
 	b.b.Merge(key, operand)
 	b.hasMerge, b.usesDefault = true, true
+	if b.index != nil {
+		b.indexLast(0, base.KindMerge, key, operand)
+	}
 }
 
 // SingleDelete adds a single deletion of key (see DB.SingleDelete).
@@ -195,6 +201,9 @@ func (b *Batch) SingleDelete(key []byte) {
 	}
 	b.b.SingleDelete(key)
 	b.usesDefault = true
+	if b.index != nil {
+		b.indexLast(0, base.KindSingleDelete, key, nil)
+	}
 }
 
 // mergeBuf holds merge operands copied out of engine memory: one byte

@@ -1,6 +1,9 @@
 package db
 
 import (
+	"os"
+
+	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 )
 
@@ -37,15 +40,32 @@ func (d *DB) deleteObsoleteFilesLocked() {
 				kept = append(kept, num)
 				continue
 			}
+			// The cached reader is closed first: on Windows an open file
+			// cannot be removed.
 			d.tables.evict(num)
-			d.removeFile(base.FileKindTable, num)
+			if d.removeFile(base.FileKindTable, num) != nil {
+				kept = append(kept, num)
+			}
 		}
 		d.mu.obsoleteTables = kept
 	}
+	if len(d.mu.obsoleteWALs) > 0 {
+		kept := d.mu.obsoleteWALs[:0]
+		for _, num := range d.mu.obsoleteWALs {
+			if d.removeFile(base.FileKindLog, num) != nil {
+				kept = append(kept, num)
+			}
+		}
+		d.mu.obsoleteWALs = kept
+	}
+	// An obsolete WAL is closed already: rotation closes the old WAL
+	// before the new one becomes current.
 	minLog := d.minUnflushedLogLocked()
 	n := 0
 	for n < len(d.mu.wals) && d.mu.wals[n] < minLog {
-		d.removeFile(base.FileKindLog, d.mu.wals[n])
+		if d.removeFile(base.FileKindLog, d.mu.wals[n]) != nil {
+			d.mu.obsoleteWALs = append(d.mu.obsoleteWALs, d.mu.wals[n])
+		}
 		n++
 	}
 	d.mu.wals = d.mu.wals[n:]
@@ -77,10 +97,18 @@ func (cf *ColumnFamily) minUnflushedLogLocked() uint64 {
 	return cf.mu.mem.logNum
 }
 
-// removeFile deletes a file; failures are not errors (the next Open sweeps
-// again).
-func (d *DB) removeFile(kind base.FileKind, num uint64) {
+// removeFile deletes a file and returns the failure, if any: a file
+// already gone is not one. A failure is no error of the operation that
+// made the file obsolete; callers that track the file keep its number so
+// the next sweep tries again (on Windows, a file some handle still holds
+// open cannot be removed until it is closed), and the next Open sweeps the
+// directory in any case.
+func (d *DB) removeFile(kind base.FileKind, num uint64) error {
 	name := d.path(base.MakeFilename(kind, num))
 	err := d.fs.Remove(name)
 	d.evFileDeleted(kind, num, name, err)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }

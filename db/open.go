@@ -311,13 +311,16 @@ func (d *DB) createMissingFamiliesLocked() error {
 
 // sweepLocked deletes what the directory listing shows to be obsolete:
 // tables no version references, WALs older than the current one, old
-// MANIFESTs and temporary files. d.mu must be held.
+// MANIFESTs and temporary files. A table or WAL it fails to remove joins
+// the obsolete lists, for the next sweep to retry. d.mu must be held.
 func (d *DB) sweepLocked(l dirListing) {
 	live := d.mu.versions.LiveFileNums()
 	for _, n := range l.tables {
 		if _, ok := live[n]; !ok {
 			if _, pending := d.mu.pendingOutputs[n]; !pending {
-				d.removeFile(base.FileKindTable, n)
+				if d.removeFile(base.FileKindTable, n) != nil {
+					d.mu.obsoleteTables = append(d.mu.obsoleteTables, n)
+				}
 			}
 		}
 	}
@@ -329,8 +332,8 @@ func (d *DB) sweepLocked(l dirListing) {
 		}
 	}
 	for _, n := range l.logs {
-		if n < d.mu.log.num {
-			d.removeFile(base.FileKindLog, n)
+		if n < d.mu.log.num && d.removeFile(base.FileKindLog, n) != nil {
+			d.mu.obsoleteWALs = append(d.mu.obsoleteWALs, n)
 		}
 	}
 	cur := d.mu.versions.ManifestFileNum()

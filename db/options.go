@@ -3,6 +3,7 @@ package db
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/memtable"
@@ -243,6 +244,21 @@ type Options struct {
 	LevelCompactionDynamicLevelBytes bool
 	// MaxBackgroundJobs bounds concurrent flushes and compactions. Default: 2.
 	MaxBackgroundJobs int
+	// MaxSubcompactions is RocksDB's max_subcompactions: the number of
+	// goroutines one compaction from L0 into the base level, or one
+	// manual (CompactRange) compaction, may be split over. The inputs are
+	// cut at user keys sampled from their index blocks into ranges of
+	// about equal input bytes, each merged into its own output files, and
+	// the outputs of all the ranges are installed in one MANIFEST edit, so
+	// the result reads as one compaction's would. A compaction is split
+	// into at most one range per 80% of the target file size of input (as
+	// RocksDB does), so small compactions run on one goroutine. Other
+	// compactions (level to level, FIFO) are never split: only the L0
+	// compaction can fall behind the writes, and it alone blocks them.
+	// It is a database option, mutable through DB.SetOptions
+	// ("max_subcompactions"), and the OPTIONS file records it in
+	// DBOptions. 0 means the default, 1 (no splitting); at most 1024.
+	MaxSubcompactions int
 	// SoftPendingCompactionBytesLimit slows writes down once the estimated
 	// bytes compaction is behind by reach it. Default: 64 GiB.
 	SoftPendingCompactionBytesLimit int64
@@ -317,6 +333,19 @@ type Options struct {
 	// reading a key with merge operands fails with an error naming the
 	// operator the OPTIONS file asks for.
 	MergeOperator MergeOperator
+	// CompactionFilter is asked, in every compaction (and in flushes when
+	// it opts in), what becomes of each value no snapshot sees: keep,
+	// remove, change, or remove a run of keys (see CompactionFilter). Its
+	// Name is recorded in the OPTIONS file. Default: none.
+	CompactionFilter CompactionFilter
+	// TTL, when > 0, stores values in RocksDB's DBWithTTL format (a 4-byte
+	// write-time suffix, readable by `ldb --ttl`): reads never return a
+	// value written more than TTL ago (unless ReadOptions.IncludeExpired),
+	// compactions drop such values, and with FIFO compaction whole tables
+	// older than TTL are dropped (RocksDB's FIFO ttl). Whole seconds, at
+	// most 2^31-1; a database must keep its TTL setting on (values written
+	// without the suffix read as ErrCorruption). Default: 0, off.
+	TTL time.Duration
 	// ColumnFamilies gives the options of named column families at Open
 	// (see ColumnFamilyOptions). A family of the database that is not named
 	// gets the options its section of the newest OPTIONS file records; an
@@ -354,6 +383,8 @@ const (
 	defaultMaxBytesForBase      = 256 << 20
 	defaultLevelMultiplier      = 10
 	defaultMaxBackgroundJobs    = 2
+	defaultMaxSubcompactions    = 1
+	maxMaxSubcompactions        = 1024
 	defaultSoftPendingBytes     = 64 << 30
 	defaultHardPendingBytes     = 256 << 30
 	defaultBlobFileSize         = 256 << 20
@@ -386,6 +417,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxBytesForLevelBase, defaultMaxBytesForBase)
 	setDefault(&r.MaxBytesForLevelMultiplier, defaultLevelMultiplier)
 	setDefault(&r.MaxBackgroundJobs, defaultMaxBackgroundJobs)
+	setDefault(&r.MaxSubcompactions, defaultMaxSubcompactions)
 	setDefault(&r.SoftPendingCompactionBytesLimit, defaultSoftPendingBytes)
 	setDefault(&r.HardPendingCompactionBytesLimit, defaultHardPendingBytes)
 	setDefault(&r.BlobFileSize, defaultBlobFileSize)
@@ -425,6 +457,10 @@ type ReadOptions struct {
 	PrefixSameAsStart bool
 	// TotalOrderSeek never uses prefix filters.
 	TotalOrderSeek bool
+	// IncludeExpired, in a family with a TTL, returns values older than the
+	// TTL that no compaction has dropped yet (what RocksDB's DBWithTTL
+	// reads return); by default they read as absent.
+	IncludeExpired bool
 }
 
 // WriteOptions control one write.
@@ -479,6 +515,10 @@ func (o *Options) validate() error {
 		return bad("Compression", int(o.Compression), "unknown compression")
 	case o.CompactionStyle != LevelCompaction && o.CompactionStyle != FIFOCompaction:
 		return bad("CompactionStyle", int(o.CompactionStyle), "unknown compaction style")
+	case o.TTL < 0 || o.TTL > maxTTL:
+		return bad("TTL", o.TTL, "must be in [0, 2^31-1 seconds]")
+	case o.TTL%time.Second != 0:
+		return bad("TTL", o.TTL, "must be a whole number of seconds (RocksDB keeps it in seconds)")
 	case o.FIFOMaxTableFilesSize < 0:
 		return bad("FIFOMaxTableFilesSize", o.FIFOMaxTableFilesSize, "must not be negative")
 	case o.BlockCacheSize < 0:
@@ -527,6 +567,8 @@ func (o *Options) validate() error {
 		return bad("HardPendingCompactionBytesLimit", o.HardPendingCompactionBytesLimit, "must not be negative")
 	case o.MaxBackgroundJobs < 0:
 		return bad("MaxBackgroundJobs", o.MaxBackgroundJobs, "must not be negative")
+	case o.MaxSubcompactions < 0 || o.MaxSubcompactions > maxMaxSubcompactions:
+		return bad("MaxSubcompactions", o.MaxSubcompactions, fmt.Sprintf("must be in [0, %d]", maxMaxSubcompactions))
 	case o.BlobCompressionType < NoCompression || o.BlobCompressionType > ZstdCompression:
 		return bad("BlobCompressionType", o.BlobCompressionType, "unknown compression")
 	case !(o.BlobGarbageCollectionAgeCutoff > 0 && o.BlobGarbageCollectionAgeCutoff <= 1):

@@ -99,6 +99,16 @@ func (d *DB) familyMergeOperatorLocked(cf *ColumnFamily) error {
 		return nil
 	}
 	fileOp, _ := mergeOperatorID(v)
+	if fileOp == "TtlMergeOperator" {
+		// RocksDB's DBWithTTL records its wrapper over the user's
+		// operator; Strata's TTL wraps the family's operator itself
+		// (ttlMergeOperator), so the user's is the one to settle.
+		v = optionsfile.ParseNested(v)["user_operator"]
+		if v == "" {
+			v = "nullptr"
+		}
+		fileOp, _ = mergeOperatorID(v)
+	}
 	if cf.id == 0 {
 		d.fileMergeOperator = fileOp
 	}
@@ -327,6 +337,7 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	add(optionsfile.SecDB, "", "create_if_missing", strconv.FormatBool(o.CreateIfMissing)).OpenOnly = true
 	add(optionsfile.SecDB, "", "error_if_exists", strconv.FormatBool(o.ErrorIfExists)).OpenOnly = true
 	add(optionsfile.SecDB, "", "max_background_jobs", itoa(int64(o.MaxBackgroundJobs)))
+	add(optionsfile.SecDB, "", "max_subcompactions", itoa(int64(d.subcompactionLimit())))
 	add(optionsfile.SecDB, "", "max_open_files", itoa(int64(o.MaxOpenFiles))).OpenOnly = true
 	add(optionsfile.SecDB, "", "wal_recovery_mode", o.WALRecoveryMode.String()).OpenOnly = true
 
@@ -366,6 +377,25 @@ func (fam *ColumnFamily) optionsEntries(out []optionsfile.Entry) []optionsfile.E
 		}
 		f, s := optionsfile.ParseNested(file), optionsfile.ParseNested(ours)
 		return f["allow_compaction"] == s["allow_compaction"] && f["max_table_files_size"] == s["max_table_files_size"]
+	}
+	// compaction_filter is the filter's Name, as RocksDB writes it. A
+	// filter is code: Open never makes one from the file, and a file
+	// naming one the options lack is reported.
+	filterName := "nullptr"
+	if o.CompactionFilter != nil {
+		filterName = o.CompactionFilter.Name()
+	}
+	cf("compaction_filter", filterName)
+	// ttl is RocksDB 7.8's ColumnFamilyOptions::ttl, the age at which FIFO
+	// drops a table (RocksDB writes it here, not in compaction_options_fifo,
+	// since compaction_options_fifo.ttl was retired). Strata writes its TTL
+	// in seconds (0: none). It is never read back into Options.TTL: the
+	// value format of DBWithTTL is not in the OPTIONS file (RocksDB's ttl
+	// defaults to 30 days in databases without it), so TTL is always the
+	// caller's. Under level compaction it only schedules compactions in
+	// RocksDB, and a difference is not reported.
+	cf("ttl", itoa(fam.ttlSeconds())).Equal = func(file, ours string) bool {
+		return o.CompactionStyle != FIFOCompaction || file == ours
 	}
 	cf("disable_auto_compactions", strconv.FormatBool(fam.comp.disableAuto.Load()))
 	cf("level0_file_num_compaction_trigger", itoa(int64(o.Level0FileNumCompactionTrigger)))

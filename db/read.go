@@ -50,6 +50,9 @@ func (cf *ColumnFamily) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	}
 	v, err := d.get(rs, key, snap, cf.extractor.Load())
 	rs.unref()
+	if err == nil && cf.opts.TTL > 0 {
+		v, err = cf.stripTTL(key, v, ro != nil && ro.IncludeExpired)
+	}
 	return v, err
 }
 
@@ -83,8 +86,12 @@ func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []er
 		return fail(err)
 	}
 	h := cf.extractor.Load()
+	ttl := cf.opts.TTL > 0
 	for i, k := range keys {
 		vals[i], errs[i] = d.get(rs, k, snap, h)
+		if ttl && errs[i] == nil {
+			vals[i], errs[i] = cf.stripTTL(k, vals[i], ro != nil && ro.IncludeExpired)
+		}
 	}
 	rs.unref()
 	return vals, errs

@@ -92,7 +92,11 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		ve := &version.Edit{ColumnFamily: cf.id, LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
 			LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
 		for _, m := range cf.mu.imm {
-			meta, blobs, err := d.writeLevel0TableLocked(cf, m.MemTable)
+			meta, blobs, held, err := d.writeLevel0TableLocked(cf, m.MemTable)
+			if held {
+				// Open: no snapshot exists yet.
+				d.releaseSnapshotHoldLocked()
+			}
 			if err != nil {
 				return err
 			}

@@ -45,6 +45,7 @@ var mutableOptions = []mutableOption{
 	compactionIntOptionMax("target_file_size_base", maxTargetFileSize, intTargetFileSize),
 	compactionIntOption("max_bytes_for_level_base", intMaxBytesBase),
 	compactionIntOption("max_background_jobs", intMaxBackgroundJobs),
+	compactionIntOptionMax("max_subcompactions", maxMaxSubcompactions, intMaxSubcompactions),
 	{"max_bytes_for_level_multiplier", parseLevelMultiplier},
 	blobOption("enable_blob_files", func(b *blobSettings, v string) (err error) { b.enable, err = parseBool(v); return }),
 	blobOption("min_blob_size", func(b *blobSettings, v string) (err error) {
@@ -101,13 +102,13 @@ func parseUnitFraction(v string) (float64, error) {
 // "disable_auto_compactions" ("true"/"false"), and the compaction options
 // "level0_file_num_compaction_trigger", "level0_slowdown_writes_trigger",
 // "level0_stop_writes_trigger", "target_file_size_base",
-// "max_bytes_for_level_base", "max_background_jobs" (positive decimal
-// integers) and "max_bytes_for_level_multiplier" (a number above 1), and
-// the blob file options "enable_blob_files" and
-// "enable_blob_garbage_collection" ("true"/"false"), "min_blob_size" and
-// "blob_file_size" (decimal bytes), "blob_compression_type" (RocksDB's
-// names: "kNoCompression", "kSnappyCompression", "kZSTD"),
-// "blob_garbage_collection_age_cutoff" and
+// "max_bytes_for_level_base", "max_background_jobs", "max_subcompactions"
+// (positive decimal integers; max_subcompactions at most 1024) and
+// "max_bytes_for_level_multiplier" (a number above 1), and the blob file
+// options "enable_blob_files" and "enable_blob_garbage_collection"
+// ("true"/"false"), "min_blob_size" and "blob_file_size" (decimal bytes),
+// "blob_compression_type" (RocksDB's names: "kNoCompression",
+// "kSnappyCompression", "kZSTD"), "blob_garbage_collection_age_cutoff" and
 // "blob_garbage_collection_force_threshold" (numbers in (0, 1]); they take
 // effect at the next flush or compaction.
 // Unknown names and bad values wrap ErrInvalidArgument and name the option
@@ -116,7 +117,7 @@ func (d *DB) SetOptions(opts map[string]string) error { return d.def.setOptions(
 
 // SetOptions changes the family's mutable options at run time, as
 // DB.SetOptions does for the default family; the DB-wide ones
-// (max_background_jobs) go through DB.SetOptions only.
+// (max_background_jobs, max_subcompactions) go through DB.SetOptions only.
 func (cf *ColumnFamily) SetOptions(opts map[string]string) error {
 	return cf.setOptions(opts, cf.id == 0)
 }
@@ -139,7 +140,7 @@ func (cf *ColumnFamily) setOptions(opts map[string]string, dbWide bool) error {
 		if opt == nil {
 			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: unknown or immutable option %q (value %q)", name, value)
 		}
-		if name == "max_background_jobs" && !dbWide {
+		if (name == "max_background_jobs" || name == "max_subcompactions") && !dbWide {
 			return errors.Wrapf(ErrInvalidArgument, "strata: SetOptions: %q is a database option: set it with DB.SetOptions (value %q)", name, value)
 		}
 		apply, err := opt.parse(d, value)
@@ -207,6 +208,7 @@ const (
 	intTargetFileSize
 	intMaxBytesBase
 	intMaxBackgroundJobs
+	intMaxSubcompactions
 )
 
 // mutableOptionsState is the state SetOptions may change.
@@ -214,14 +216,15 @@ type mutableOptionsState struct {
 	writeBufferSize int64
 	disableAuto     bool
 	extractor       *extractorHandle
-	ints            [6]int64
+	ints            [7]int64
 	multiplierBits  uint64
 	blob            *blobSettings
 }
 
-func (cf *ColumnFamily) compactionInts() [6]*atomic.Int64 {
+func (cf *ColumnFamily) compactionInts() [7]*atomic.Int64 {
 	c := &cf.comp
-	return [6]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase, &cf.d.maxBackgroundJobs}
+	return [7]*atomic.Int64{&c.l0Trigger, &c.l0Slowdown, &c.l0Stop, &c.targetFileSize, &c.maxBytesBase,
+		&cf.d.maxBackgroundJobs, &cf.d.maxSubcompactions}
 }
 
 // saveMutableOptions returns the state SetOptions may change.
@@ -258,6 +261,7 @@ func (cf *ColumnFamily) optionsWith(s mutableOptionsState) Options {
 	set(&o.Level0SlowdownWritesTrigger, intL0Slowdown)
 	set(&o.Level0StopWritesTrigger, intL0Stop)
 	set(&o.MaxBackgroundJobs, intMaxBackgroundJobs)
+	set(&o.MaxSubcompactions, intMaxSubcompactions)
 	if v := s.ints[intTargetFileSize]; v != 0 {
 		o.TargetFileSizeBase = v
 	}

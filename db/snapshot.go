@@ -56,6 +56,24 @@ func (l *snapshotList) remove(s *Snapshot) {
 	l.count--
 }
 
+// newerThan reports whether a live snapshot reads at a sequence number
+// above every one of snaps (a list seqs returned earlier): one taken
+// since, which sees entries a job planned with snaps took for newer than
+// every snapshot.
+func (l *snapshotList) newerThan(snaps []base.SeqNum) bool {
+	if l.tail == nil {
+		return false
+	}
+	return len(snaps) == 0 || l.tail.seq > snaps[len(snaps)-1]
+}
+
+// releaseSnapshotHoldLocked ends one hold of d.mu.snapshotHold. d.mu must
+// be held.
+func (d *DB) releaseSnapshotHoldLocked() {
+	d.mu.snapshotHold--
+	d.mu.cond.Broadcast()
+}
+
 // seqs returns the read sequence numbers of the live snapshots, ascending.
 func (l *snapshotList) seqs() []base.SeqNum {
 	out := make([]base.SeqNum, 0, l.count)
@@ -74,6 +92,9 @@ func (d *DB) NewSnapshot() *Snapshot {
 		return s
 	}
 	d.mu.Lock()
+	for d.mu.snapshotHold > 0 && !d.mu.closing {
+		d.mu.cond.Wait()
+	}
 	// Sequence numbers only grow, so appending keeps the list sorted.
 	s.seq = base.SeqNum(d.visibleSeq.Load()) + 1
 	d.mu.snapshots.push(s)

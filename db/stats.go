@@ -19,6 +19,9 @@ type dbStats struct {
 	prefixFastPath, prefixSlowPath atomic.Uint64
 	prefixIncompatible             atomic.Uint64
 	compactions, compactionMicros  atomic.Uint64
+	// subcompactions counts the key ranges of split compactions (tests
+	// read it; no public metric yet).
+	subcompactions atomic.Uint64
 	// Read by Metrics (metrics.go).
 	flushBytes                       atomic.Uint64
 	ingestions, ingestedBytes        atomic.Uint64

@@ -2,7 +2,6 @@ package db
 
 import (
 	"os"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -21,7 +20,7 @@ func (cf *ColumnFamily) tableWriterOptions(fileNum uint64) table.WriterOptions {
 		WholeKeyFiltering: true,
 		ColumnFamilyName:  cf.name,
 		ColumnFamilyID:    cf.id,
-		CreationTime:      time.Now().Unix(),
+		CreationTime:      cf.d.nowUnix(),
 		FileNumber:        fileNum,
 		DBIdentity:        cf.d.identity,
 		TwoLevelIndex:     cf.opts.IndexType == IndexTwoLevelSearch,
@@ -119,7 +118,7 @@ func (cf *ColumnFamily) writeTable(fileNum uint64, it iterator.Iterator, tombs [
 	if err := d.syncDir(); err != nil {
 		return nil, err
 	}
-	now := time.Now().Unix()
+	now := cf.d.nowUnix()
 	return &version.FileMetadata{
 		FileNum:            fileNum,
 		Size:               wm.Size,

@@ -26,6 +26,13 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 		if b.hasMerge && d.def.opts.MergeOperator == nil {
 			return errMergeWithoutOperator
 		}
+		if d.def.opts.TTL > 0 {
+			tb, err := d.ttlBatch(&b.b, []*ColumnFamily{d.def})
+			if err != nil {
+				return err
+			}
+			return d.write(tb, wo, d.def, nil)
+		}
 		return d.write(&b.b, wo, d.def, nil)
 	}
 	if err := d.checkOpen(); err != nil {
@@ -42,17 +49,28 @@ func (d *DB) Write(b *Batch, wo *WriteOptions) error {
 	if b.hasMerge && d.def.opts.MergeOperator == nil {
 		return errMergeWithoutOperator
 	}
-	if !b.usesDefault && len(b.fams) == 1 {
-		return d.write(&b.b, wo, b.fams[0].cf, nil)
-	}
 	fams := make([]*ColumnFamily, 0, len(b.fams)+1)
 	if b.usesDefault {
 		fams = append(fams, d.def)
 	}
+	ttl := false
 	for _, f := range b.fams {
 		fams = append(fams, f.cf)
 	}
-	return d.write(&b.b, wo, nil, fams)
+	for _, cf := range fams {
+		ttl = ttl || cf.opts.TTL > 0
+	}
+	bb := &b.b
+	if ttl {
+		var err error
+		if bb, err = d.ttlBatch(bb, fams); err != nil {
+			return err
+		}
+	}
+	if !b.usesDefault && len(b.fams) == 1 {
+		return d.write(bb, wo, b.fams[0].cf, nil)
+	}
+	return d.write(bb, wo, nil, fams)
 }
 
 // Put sets key to value in the default family.
@@ -71,6 +89,9 @@ func (d *DB) DeleteRange(start, end []byte, wo *WriteOptions) error {
 func (cf *ColumnFamily) Put(key, value []byte, wo *WriteOptions) error {
 	if err := checkBatchGrowth(0, 0, len(key), len(value), true); err != nil {
 		return err
+	}
+	if cf != nil && cf.opts.TTL > 0 {
+		value = appendTTL(value, cf.d.nowUnix())
 	}
 	b := batchPool.Get().(*batch.Batch)
 	b.Reset()

@@ -41,7 +41,10 @@ type CompactConfig struct {
 	// OnOpen, when set, is called with the DB after each Open, before the
 	// run uses it (tests plant engine faults through it).
 	OnOpen func(*db.DB)
-	Log    io.Writer // progress; nil = discard
+	// Subcompactions sets Options.MaxSubcompactions (0 = default, 1): the
+	// mode's tiny tables make most L0 and manual compactions split.
+	Subcompactions int
+	Log            io.Writer // progress; nil = discard
 }
 
 // CompactStats counts what a compaction-mode run did.
@@ -136,6 +139,7 @@ func (r *compactRun) open() error {
 		TargetFileSizeBase:             2 << 10,
 		MaxBytesForLevelBase:           4 << 10,
 		MaxBytesForLevelMultiplier:     2,
+		MaxSubcompactions:              r.cfg.Subcompactions,
 	})
 	if err != nil {
 		return errors.Wrap(err, "open")

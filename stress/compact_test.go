@@ -10,18 +10,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCompactMode runs the compaction mode for a few seeds; STRATA_LONG=1
-// runs many more and longer. db.TestCompactionFaultsCaughtByStressCompactMode
-// shows that this length catches the compaction bugs it was made for.
+// TestCompactMode runs the compaction mode for a few seeds, with one and
+// with four subcompactions (the mode's 2 KiB target file size splits most
+// L0 and manual compactions); STRATA_LONG=1 runs many more and longer.
+// db.TestCompactionFaultsCaughtByStressCompactMode shows that this length
+// catches the compaction bugs it was made for.
 func TestCompactMode(t *testing.T) {
 	seeds, ops := 8, 3000
 	if testutil.Long() {
 		seeds, ops = 200, 20000
 	}
-	for s := 1; s <= seeds; s++ {
-		st, err := RunCompact(CompactConfig{Seed: int64(s), Ops: ops})
-		require.NoError(t, err, "seed %d", s)
-		require.Equal(t, -1, st.FailedAtOp)
+	for _, subs := range []int{1, 4} {
+		for s := 1; s <= seeds; s++ {
+			st, err := RunCompact(CompactConfig{Seed: int64(s), Ops: ops, Subcompactions: subs})
+			require.NoError(t, err, "seed %d, %d subcompactions", s, subs)
+			require.Equal(t, -1, st.FailedAtOp)
+		}
 	}
 }
 

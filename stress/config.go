@@ -58,8 +58,13 @@ type Config struct {
 	// toggles enable_blob_files and the garbage collection options.
 	BlobFiles   bool
 	MinBlobSize uint64
-	Sync        bool
-	DisableWAL  bool
+	// Subcompactions sets Options.MaxSubcompactions (0 = default, 1); with
+	// more than 1, SetOptions operations also change max_subcompactions
+	// between 1 and it, and the target file size is 32 KiB, so that the
+	// small database's L0 and manual compactions split.
+	Subcompactions int
+	Sync           bool
+	DisableWAL     bool
 
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,

@@ -114,12 +114,19 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 
 		LevelCompactionDynamicLevelBytes:                 r.cfg.DynamicLevelBytes,
 		MaxBytesForLevelBase:                             r.cfg.MaxBytesForLevelBase,
+		MaxSubcompactions:                                r.cfg.Subcompactions,
 		DisableConcurrentMemtableWrites:                  r.cfg.DisableConcurrentMemtableWrites,
 		AllowMmapReads:                                   r.cfg.AllowMmapReads,
 		CacheIndexAndFilterBlocks:                        r.cfg.CacheIndexAndFilterBlocks,
 		DisableCacheIndexAndFilterBlocksWithHighPriority: r.cfg.DisableCacheIndexAndFilterBlocksWithHighPriority,
 		HighPriPoolRatio:                                 r.cfg.HighPriPoolRatio,
 		BlockCacheSize:                                   r.cfg.BlockCacheSize,
+	}
+	if r.cfg.Subcompactions > 1 {
+		// A compaction is split into at most one range per 80% of the
+		// target file size of input: at the default 64 MiB the stress
+		// database's compactions would never split.
+		o.TargetFileSizeBase = 32 << 10
 	}
 	if r.cfg.PartitionIndexAndFilters {
 		o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 256
@@ -171,6 +178,7 @@ func (r *Runner) cfOptions(o *db.Options, ext string) (*db.ColumnFamilyOptions, 
 		PartitionFilters:                 o.PartitionFilters,
 		MetadataBlockSize:                o.MetadataBlockSize,
 		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
+		TargetFileSizeBase:               o.TargetFileSizeBase,
 		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
 
 		EnableBlobFiles:                     o.EnableBlobFiles,
@@ -761,6 +769,12 @@ func (t *thread) setOptions() {
 	r := t.r
 	r.Stats.SetOptions.Add(1)
 	var m map[string]string
+	if n := r.cfg.Subcompactions; n > 1 && t.rng.Intn(4) == 0 {
+		// A database option: through the default family (DB.SetOptions).
+		m = map[string]string{"max_subcompactions": strconv.Itoa(1 + t.rng.Intn(n))}
+		t.expectOK(fmt.Sprintf("set_options %v", m), r.cfs[0].SetOptions(m))
+		return
+	}
 	n := 3
 	if r.cfg.BlobFiles {
 		n = 5

@@ -34,7 +34,7 @@ func TestDB_ColumnFamilyVerbs(t *testing.T) {
 	require.Equal(t, "bob\n", mustTool(t, "db", "get", dir, "u2", "--column_family=users"))
 	_, errOut, rc := runTool(t, "db", "get", dir, "a", "--column-family=users")
 	require.Equal(t, 1, rc)
-	require.Contains(t, errOut, "not found")
+	require.Equal(t, "Failed: Get failed: NotFound: \n", errOut)
 
 	require.Equal(t, "OK\n", mustTool(t, "db", "put", dir, "u4", "dave", "--column-family=users"))
 	require.Equal(t, "OK\n", mustTool(t, "db", "delete", dir, "u1", "--column-family=users"))

@@ -91,12 +91,29 @@ func dbGet(t *T, c *cmdline) error {
 		return err
 	}
 	v, err := cf.Get(k, nil)
+	if errors.Is(err, db.ErrNotFound) {
+		// ldb's words for a missing key, so that scripts written for ldb
+		// read the same stderr (and exit status 1); still
+		// db.ErrNotFound for a program embedding the tool.
+		return &ldbError{msg: "Failed: Get failed: NotFound: ", cause: err}
+	}
 	if err != nil {
 		return errors.Wrapf(err, "strata: get %q", c.args[1])
 	}
 	fmt.Fprintln(c.out, c.format(v))
 	return nil
 }
+
+// ldbError is an error printed in ldb's words. It unwraps to its cause, so
+// that errors.Is (the standard library's and cockroachdb's) still finds the
+// engine's sentinel.
+type ldbError struct {
+	msg   string
+	cause error
+}
+
+func (e *ldbError) Error() string { return e.msg }
+func (e *ldbError) Unwrap() error { return e.cause }
 
 // dbPut writes KEY=VALUE and prints "OK", as ldb put.
 func dbPut(t *T, c *cmdline) error {

@@ -120,7 +120,7 @@ func TestDB_PrefixPutDelete(t *testing.T) {
 	require.Equal(t, "OK\n", mustTool(t, "db", "delete", dir, "new"))
 	_, errOut, rc := runTool(t, "db", "get", dir, "new")
 	require.Equal(t, 1, rc)
-	require.Contains(t, errOut, "not found")
+	require.Equal(t, "Failed: Get failed: NotFound: \n", errOut)
 }
 
 func TestDB_Errors(t *testing.T) {
@@ -255,4 +255,63 @@ func TestDB_PutCreateIfMissing(t *testing.T) {
 	require.Contains(t, errOut, "no CURRENT")
 	require.Equal(t, "OK\n", mustTool(t, "db", "put", dir, "k", "v", "--create-if-missing"))
 	require.Equal(t, "k : v\n", mustTool(t, "db", "scan", dir))
+}
+
+// runLDBAll runs ldb and returns its stdout, stderr and exit status, for the
+// cases where ldb fails.
+func runLDBAll(t *testing.T, args ...string) (string, string, int) {
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(ldbPath(t), args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	rc := 0
+	if err != nil {
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "ldb %v", args)
+		rc = exit.ExitCode()
+	}
+	return out.String(), errOut.String(), rc
+}
+
+// strata db get and ldb get print the same stdout and stderr and exit with
+// the same status, for a key present and a key missing, with and without
+// --hex, in the default family and in another.
+func TestLDB_GetMissingMatch(t *testing.T) {
+	ldbPath(t)
+	dir := cfDB(t)
+	for _, tc := range []struct {
+		args    []string
+		present bool
+	}{
+		{[]string{"a"}, true},
+		{[]string{"nope"}, false},
+		{[]string{"--hex", "0x61"}, true},
+		{[]string{"--hex", "0x6E6F7065"}, false},
+		{[]string{"--column_family=users", "u2"}, true},
+		{[]string{"--column_family=users", "a"}, false},
+		{[]string{"--column_family=users", "--hex", "0x7533"}, true},
+		{[]string{"--column_family=users", "--hex", "0x61"}, false},
+	} {
+		wantOut, wantErr, wantRC := runLDBAll(t, append([]string{"--db=" + copyDir(t, dir), "get"}, tc.args...)...)
+		gotOut, gotErr, gotRC := runTool(t, append([]string{"db", "get", dir}, tc.args...)...)
+		require.Equal(t, wantOut, gotOut, "get %v: stdout", tc.args)
+		require.Equal(t, wantErr, gotErr, "get %v: stderr", tc.args)
+		require.Equal(t, wantRC, gotRC, "get %v: exit status", tc.args)
+		if tc.present {
+			require.Equal(t, 0, gotRC, "get %v", tc.args)
+			require.NotEmpty(t, gotOut, "get %v", tc.args)
+		} else {
+			require.Equal(t, 1, gotRC, "get %v", tc.args)
+			require.Equal(t, "Failed: Get failed: NotFound: \n", gotErr, "get %v", tc.args)
+		}
+	}
+}
+
+// An embedding program still tells a missing key by db.ErrNotFound.
+func TestDB_GetMissingIsErrNotFound(t *testing.T) {
+	dir := cfDB(t)
+	c := newCmdline("db get", &bytes.Buffer{})
+	c.cfVerb = true
+	err := dbGet(New(), c.parse([]string{dir, "nope"}))
+	require.ErrorIs(t, err, db.ErrNotFound)
 }

@@ -56,6 +56,7 @@ func dbOptions(c *config) *db.Options {
 		MaxBytesForLevelMultiplier:       int(c.maxBytesForLevelMult),
 		LevelCompactionDynamicLevelBytes: c.dynamicLevelBytes,
 		MaxBackgroundJobs:                c.maxBackgroundJobs,
+		MaxSubcompactions:                c.subcompactions,
 		FIFOMaxTableFilesSize:            int64(c.fifoMaxTableFilesMB) << 20,
 		FIFOAllowCompaction:              c.fifoAllowCompaction,
 		WALWriteSyscalls:                 c.walWriteSyscalls,

@@ -21,7 +21,7 @@ func TestDBOptions_Mapping(t *testing.T) {
 		"-level0_file_num_compaction_trigger=2", "-level0_slowdown_writes_trigger=3",
 		"-level0_stop_writes_trigger=4", "-target_file_size_base=5000",
 		"-max_bytes_for_level_base=6000", "-max_bytes_for_level_multiplier=7",
-		"-max_background_jobs=8", "-wal_write_syscalls", "-benchmarks=readrandom",
+		"-max_background_jobs=8", "-subcompactions=3", "-wal_write_syscalls", "-benchmarks=readrandom",
 		"-level_compaction_dynamic_level_bytes", "-enable_blob_files", "-min_blob_size=512",
 		"-blob_file_size=9000", "-blob_compression_type=zstd", "-enable_blob_garbage_collection",
 		"-blob_garbage_collection_age_cutoff=0.5", "-blob_garbage_collection_force_threshold=0.8")
@@ -39,7 +39,7 @@ func TestDBOptions_Mapping(t *testing.T) {
 		MaxOpenFiles: 50, BlockSize: 8192, Level0FileNumCompactionTrigger: 2,
 		Level0SlowdownWritesTrigger: 3, Level0StopWritesTrigger: 4,
 		TargetFileSizeBase: 5000, MaxBytesForLevelBase: 6000,
-		MaxBytesForLevelMultiplier: 7, MaxBackgroundJobs: 8, WALWriteSyscalls: true,
+		MaxBytesForLevelMultiplier: 7, MaxBackgroundJobs: 8, MaxSubcompactions: 3, WALWriteSyscalls: true,
 		LevelCompactionDynamicLevelBytes:                 true,
 		DisableCacheIndexAndFilterBlocksWithHighPriority: true, // -cache_high_pri_pool_ratio=0
 	}, *o)

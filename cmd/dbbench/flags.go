@@ -54,6 +54,7 @@ type config struct {
 	fifoMaxTableFilesMB  uint64
 	fifoAllowCompaction  bool
 	maxBackgroundJobs    int
+	subcompactions       int
 	targetFileSizeBase   int64
 	maxBytesForLevelBase int64
 	dynamicLevelBytes    bool
@@ -146,6 +147,7 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Uint64Var(&c.fifoMaxTableFilesMB, "fifo_compaction_max_table_files_size_mb", 0, "FIFO: total table size limit; 0 = engine default (1 GiB)")
 	fs.BoolVar(&c.fifoAllowCompaction, "fifo_compaction_allow_compaction", true, "FIFO: merge small L0 files")
 	fs.IntVar(&c.maxBackgroundJobs, "max_background_jobs", 2, "concurrent flushes and compactions")
+	fs.IntVar(&c.subcompactions, "subcompactions", 1, "max_subcompactions: goroutines one L0 or manual compaction is split over")
 	fs.Int64Var(&c.targetFileSizeBase, "target_file_size_base", 64<<20, "compaction output file size")
 	fs.Int64Var(&c.maxBytesForLevelBase, "max_bytes_for_level_base", 256<<20, "target size of L1")
 	fs.Float64Var(&c.maxBytesForLevelMult, "max_bytes_for_level_multiplier", 10, "size ratio between levels (a whole number)")

@@ -71,6 +71,7 @@ func run(args []string) int {
 	fs.Int64Var(&c.MaxBytesForLevelBase, "max_bytes_for_level_base", 0, "target size of L1 (dynamic: the base level's bound); 0 = default")
 	fs.BoolVar(&c.BlobFiles, "enable_blob_files", false, "store values of at least -min_blob_size in blob files (16 KiB files, garbage collection on; SetOptions toggles them)")
 	fs.Uint64Var(&c.MinBlobSize, "min_blob_size", 16, "with -enable_blob_files, the smallest value stored in a blob file")
+	fs.IntVar(&c.Subcompactions, "subcompactions", 1, "Options.MaxSubcompactions: split L0 and manual compactions over N goroutines (with N > 1, SetOptions ops also change max_subcompactions; -mode stress and compact)")
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write")
 	fs.BoolVar(&c.DisableWAL, "disable_wal", false, "write without the WAL (crash checks become structural only)")
 	fs.IntVar(&c.ReadPercent, "readpercent", 25, "percent of Get")
@@ -136,7 +137,7 @@ func run(args []string) int {
 	case "metamorphic":
 		return runMetamorphic(c.Seed, metaSeeds, metaOps, verbose)
 	case "compact":
-		return runCompact(c.Seed, metaSeeds, metaOps, verbose)
+		return runCompact(c.Seed, metaSeeds, metaOps, c.Subcompactions, verbose)
 	default:
 		fmt.Fprintf(os.Stderr, "stress: -mode %q: want stress, linearize, metamorphic or compact\n", mode)
 		return 2

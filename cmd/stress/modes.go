@@ -63,7 +63,7 @@ func runMetamorphic(seed int64, seeds, ops int, verbose bool) int {
 // runCompact is -mode=compact: one seeded sequence per seed on a small key
 // space under tiny level targets, snapshots held across compactions, every
 // read checked exactly against the model.
-func runCompact(seed int64, seeds, ops int, verbose bool) int {
+func runCompact(seed int64, seeds, ops, subcompactions int, verbose bool) int {
 	var log io.Writer = io.Discard
 	if verbose {
 		log = os.Stderr
@@ -71,11 +71,11 @@ func runCompact(seed int64, seeds, ops int, verbose bool) int {
 	if seeds < 1 {
 		seeds = 1
 	}
-	fmt.Fprintf(os.Stderr, "stress: compact, seeds %d..%d, %d ops\n", seed, seed+int64(seeds)-1, ops)
+	fmt.Fprintf(os.Stderr, "stress: compact, seeds %d..%d, %d ops, %d subcompactions\n", seed, seed+int64(seeds)-1, ops, subcompactions)
 	t0 := time.Now()
 	var total stress.CompactStats
 	for s := seed; s < seed+int64(seeds); s++ {
-		st, err := stress.RunCompact(stress.CompactConfig{Seed: s, Ops: ops, Log: log})
+		st, err := stress.RunCompact(stress.CompactConfig{Seed: s, Ops: ops, Subcompactions: subcompactions, Log: log})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "stress: FAILED (seed %d): %v\n", s, err)
 			return 1

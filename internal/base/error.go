@@ -14,6 +14,7 @@ var (
 	ErrReadOnly        = errors.New("strata: read-only")
 	ErrInvalidArgument = errors.New("strata: invalid argument")
 	ErrCorruption      = errors.New("strata: corruption")
+	ErrConflict        = errors.New("strata: transaction conflict")
 )
 
 // ErrUnsupportedColumnFamily marks data of a RocksDB column family other

@@ -309,3 +309,17 @@ func Append(dst, src *Batch) error {
 	dst.setCount(uint32(n))
 	return nil
 }
+
+// Truncate drops every record after the first count, which end at byte n: a
+// state that Len, Count, HasRangeDeletion and MultiFamily described earlier,
+// whose flags are restored with it (savepoints of indexed batches). n at or
+// below HeaderLen empties the batch.
+func (b *Batch) Truncate(n int, count uint32, rangeDels, multiFamily bool) {
+	if n <= HeaderLen {
+		b.Reset()
+		return
+	}
+	b.data = b.data[:n]
+	b.setCount(count)
+	b.rangeDels, b.multiFamily = rangeDels, multiFamily
+}

@@ -466,6 +466,25 @@ func (v *Version) PickRange(level, out int, start, end []byte) *Pick {
 	return p
 }
 
+// PickInLevel returns a compaction of the files of level (>= 1) overlapping
+// [start, end] (nil = unbounded), widened to a clean cut, into the same
+// level: RocksDB's bottommost-level pass of CompactRange, which rewrites
+// the deepest level so that a compaction filter sees its entries. nil when
+// nothing overlaps or an input is being compacted.
+func (v *Version) PickInLevel(level int, start, end []byte) *Pick {
+	if level <= 0 {
+		return nil
+	}
+	inputs := v.AddBoundaryInputs(level, v.OverlapsRange(level, start, end))
+	if len(inputs) == 0 || anyCompacting(inputs) {
+		return nil
+	}
+	inputs = append([]*FileMetadata(nil), inputs...)
+	smallest, largest := userRange(inputs)
+	return &Pick{StartLevel: level, OutputLevel: level, Inputs: [2][]*FileMetadata{inputs, nil},
+		Smallest: smallest, Largest: largest, Grandparents: v.OverlapsRange(level+1, smallest, largest)}
+}
+
 // AddBoundaryInputs returns inputs, a run of consecutive files of level,
 // widened by the neighbours that share a boundary user key with it (in
 // RocksDB's terms, expanded to a clean cut). A compaction that took one

@@ -1,6 +1,7 @@
 package version
 
 import (
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -72,6 +73,11 @@ type VersionSet struct {
 	manifestFile    vfs.File
 	manifest        *record.Writer
 	scratch         [][]byte
+	// oldManifests are replaced MANIFESTs whose removal failed (on
+	// Windows a file some handle holds open cannot be removed): the next
+	// MANIFEST switch tries again, and so does the db's sweep at Open.
+	// Only writeNewManifest, which runs in the writer role, touches it.
+	oldManifests []uint64
 
 	// mu, when set (SetMutex), is the caller's mutex: LogAndApply releases
 	// it during MANIFEST I/O. writing (guarded by mu) is true while a
@@ -628,9 +634,19 @@ func (vs *VersionSet) writeNewManifest(num uint64, snap, recs [][]byte) (err err
 	// it).
 	vs.manifestFile, vs.manifest = f, w
 	if hadOld && oldNum != num {
-		// Best effort: the db's obsolete-file sweep removes it otherwise.
-		_ = vs.fs.Remove(vs.path(base.MakeFilename(base.FileKindManifest, oldNum)))
+		// Removed only now that it is closed (Windows refuses to remove an
+		// open file). A failure is kept for the next switch to retry; the
+		// db's sweep at Open removes it otherwise.
+		vs.oldManifests = append(vs.oldManifests, oldNum)
 	}
+	kept := vs.oldManifests[:0]
+	for _, n := range vs.oldManifests {
+		err := vs.fs.Remove(vs.path(base.MakeFilename(base.FileKindManifest, n)))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			kept = append(kept, n)
+		}
+	}
+	vs.oldManifests = kept
 	return nil
 }
 
