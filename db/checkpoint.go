@@ -181,6 +181,21 @@ func (d *DB) Checkpoint(dir string) (err error) {
 				}
 			}
 		}
+		// The blob files the version lists, linked or copied alike
+		// (immutable once written, as tables are).
+		for _, b := range fam.Version.BlobFiles {
+			name := base.MakeFilename(base.FileKindBlob, b.FileNum)
+			src, dst := d.path(name), filepath.Join(tmp, name)
+			if link {
+				if vfs.Link(d.fs, src, dst) == nil {
+					continue
+				}
+				link = false
+			}
+			if err := d.copyFile(src, dst, -1); err != nil {
+				return err
+			}
+		}
 	}
 	for _, n := range wals {
 		name := base.MakeFilename(base.FileKindLog, n)

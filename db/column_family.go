@@ -36,6 +36,8 @@ type ColumnFamily struct {
 	// DB-wide fields of the DB's Options, so code that reads a DB-wide
 	// field through a family sees the DB's value.
 	opts Options
+	// blob is the blob file options in force (SetOptions replaces it).
+	blob atomic.Pointer[blobSettings]
 	// dropped is set (under d.mu) when DropColumnFamily recorded the drop.
 	dropped atomic.Bool
 
@@ -110,37 +112,52 @@ type ColumnFamilyOptions struct {
 	LevelCompactionDynamicLevelBytes bool
 	SoftPendingCompactionBytesLimit  int64
 	HardPendingCompactionBytesLimit  int64
+	// The blob file options: see Options.
+	EnableBlobFiles                     bool
+	MinBlobSize                         uint64
+	BlobFileSize                        uint64
+	BlobCompressionType                 Compression
+	EnableBlobGarbageCollection         bool
+	BlobGarbageCollectionAgeCutoff      float64
+	BlobGarbageCollectionForceThreshold float64
 }
 
 // columnFamilyOptions returns the per-family fields of o.
 func (o *Options) columnFamilyOptions() ColumnFamilyOptions {
 	return ColumnFamilyOptions{
-		WriteBufferSize:                  o.WriteBufferSize,
-		MaxWriteBufferNumber:             o.MaxWriteBufferNumber,
-		BloomBitsPerKey:                  o.BloomBitsPerKey,
-		PrefixExtractor:                  o.PrefixExtractor,
-		Compression:                      o.Compression,
-		CompactionStyle:                  o.CompactionStyle,
-		FIFOMaxTableFilesSize:            o.FIFOMaxTableFilesSize,
-		FIFOAllowCompaction:              o.FIFOAllowCompaction,
-		DisableAutoCompactions:           o.DisableAutoCompactions,
-		DisableReadTriggeredCompactions:  o.DisableReadTriggeredCompactions,
-		MergeOperator:                    o.MergeOperator,
-		CompactionFilter:                 o.CompactionFilter,
-		TTL:                              o.TTL,
-		BlockSize:                        o.BlockSize,
-		IndexType:                        o.IndexType,
-		PartitionFilters:                 o.PartitionFilters,
-		MetadataBlockSize:                o.MetadataBlockSize,
-		Level0FileNumCompactionTrigger:   o.Level0FileNumCompactionTrigger,
-		Level0SlowdownWritesTrigger:      o.Level0SlowdownWritesTrigger,
-		Level0StopWritesTrigger:          o.Level0StopWritesTrigger,
-		TargetFileSizeBase:               o.TargetFileSizeBase,
-		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
-		MaxBytesForLevelMultiplier:       o.MaxBytesForLevelMultiplier,
-		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
-		SoftPendingCompactionBytesLimit:  o.SoftPendingCompactionBytesLimit,
-		HardPendingCompactionBytesLimit:  o.HardPendingCompactionBytesLimit,
+		WriteBufferSize:                     o.WriteBufferSize,
+		MaxWriteBufferNumber:                o.MaxWriteBufferNumber,
+		BloomBitsPerKey:                     o.BloomBitsPerKey,
+		PrefixExtractor:                     o.PrefixExtractor,
+		Compression:                         o.Compression,
+		CompactionStyle:                     o.CompactionStyle,
+		FIFOMaxTableFilesSize:               o.FIFOMaxTableFilesSize,
+		FIFOAllowCompaction:                 o.FIFOAllowCompaction,
+		DisableAutoCompactions:              o.DisableAutoCompactions,
+		DisableReadTriggeredCompactions:     o.DisableReadTriggeredCompactions,
+		MergeOperator:                       o.MergeOperator,
+		CompactionFilter:                    o.CompactionFilter,
+		TTL:                                 o.TTL,
+		BlockSize:                           o.BlockSize,
+		IndexType:                           o.IndexType,
+		PartitionFilters:                    o.PartitionFilters,
+		MetadataBlockSize:                   o.MetadataBlockSize,
+		Level0FileNumCompactionTrigger:      o.Level0FileNumCompactionTrigger,
+		Level0SlowdownWritesTrigger:         o.Level0SlowdownWritesTrigger,
+		Level0StopWritesTrigger:             o.Level0StopWritesTrigger,
+		TargetFileSizeBase:                  o.TargetFileSizeBase,
+		MaxBytesForLevelBase:                o.MaxBytesForLevelBase,
+		MaxBytesForLevelMultiplier:          o.MaxBytesForLevelMultiplier,
+		LevelCompactionDynamicLevelBytes:    o.LevelCompactionDynamicLevelBytes,
+		SoftPendingCompactionBytesLimit:     o.SoftPendingCompactionBytesLimit,
+		HardPendingCompactionBytesLimit:     o.HardPendingCompactionBytesLimit,
+		EnableBlobFiles:                     o.EnableBlobFiles,
+		MinBlobSize:                         o.MinBlobSize,
+		BlobFileSize:                        o.BlobFileSize,
+		BlobCompressionType:                 o.BlobCompressionType,
+		EnableBlobGarbageCollection:         o.EnableBlobGarbageCollection,
+		BlobGarbageCollectionAgeCutoff:      o.BlobGarbageCollectionAgeCutoff,
+		BlobGarbageCollectionForceThreshold: o.BlobGarbageCollectionForceThreshold,
 	}
 }
 
@@ -179,6 +196,13 @@ func (o Options) withFamily(c *ColumnFamilyOptions) (Options, error) {
 		o.LevelCompactionDynamicLevelBytes = c.LevelCompactionDynamicLevelBytes
 		o.SoftPendingCompactionBytesLimit = c.SoftPendingCompactionBytesLimit
 		o.HardPendingCompactionBytesLimit = c.HardPendingCompactionBytesLimit
+		o.EnableBlobFiles = c.EnableBlobFiles
+		o.MinBlobSize = c.MinBlobSize
+		o.BlobFileSize = c.BlobFileSize
+		o.BlobCompressionType = c.BlobCompressionType
+		o.EnableBlobGarbageCollection = c.EnableBlobGarbageCollection
+		o.BlobGarbageCollectionAgeCutoff = c.BlobGarbageCollectionAgeCutoff
+		o.BlobGarbageCollectionForceThreshold = c.BlobGarbageCollectionForceThreshold
 	}
 	r := o.withDefaults()
 	return r, r.validate()
@@ -194,6 +218,7 @@ func (d *DB) newColumnFamily(vf *version.Family, o Options) *ColumnFamily {
 	cf.seekCompactions = !o.DisableReadTriggeredCompactions && !o.ReadOnly &&
 		o.CompactionStyle == LevelCompaction
 	cf.extractor.Store(newExtractorHandle(o.PrefixExtractor))
+	cf.blob.Store(blobSettingsOf(&o))
 	return cf
 }
 

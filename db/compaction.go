@@ -104,6 +104,11 @@ type compaction struct {
 	maxOverlap uint64
 	// outputs are the tables installed, for the CompactionEnd event.
 	outputs []*version.FileMetadata
+	// blobGarbage is what the compaction made garbage of the blob files
+	// its inputs refer to, recorded in its MANIFEST edit.
+	blobGarbage []version.BlobFileGarbage
+	// newBlobs are the blob files the compaction wrote.
+	newBlobs []version.BlobFileAddition
 	// filtered: the filter (or TTL) changed or removed an entry in the
 	// last run (set by every key range of a split compaction, so atomic);
 	// noFilter runs it without one (see compactLocked).
@@ -246,6 +251,12 @@ func (d *DB) pickAutoLocked(cf *ColumnFamily) *compaction {
 	p := v.PickLeveled(o, busy, &cf.comp.cursor)
 	if p == nil {
 		p = cf.pickSeekLocked(v, o, busy)
+	}
+	if p == nil {
+		if p = cf.pickBlobForceGCLocked(v, busy); p != nil {
+			// Never a trivial move: the point is to rewrite the table.
+			return cf.newCompaction(v, p, true)
+		}
 	}
 	if p == nil {
 		return nil
@@ -495,6 +506,8 @@ func (d *DB) compactLocked(c *compaction) error {
 	for _, f := range outs {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: p.OutputLevel, Meta: f})
 	}
+	ve.BlobGarbage = c.blobGarbage
+	ve.BlobFiles = c.newBlobs
 	killpoint.Maybe("compaction.before_manifest")
 	// No edit may slip in between the check of the drop and this edit
 	// (see version.VersionSet.WaitForWriter).
@@ -504,6 +517,10 @@ func (d *DB) compactLocked(c *compaction) error {
 		// them, are obsolete already, and the outputs belong to nothing.
 		if c.kind != compactionMove {
 			d.discardOutputsLocked(outs)
+			for _, b := range c.newBlobs {
+				delete(d.mu.pendingOutputs, b.FileNum)
+				d.removeFile(base.FileKindBlob, b.FileNum)
+			}
 		}
 		return nil
 	}
@@ -521,6 +538,7 @@ func (d *DB) compactLocked(c *compaction) error {
 	for _, f := range outs {
 		delete(d.mu.pendingOutputs, f.FileNum)
 	}
+	d.noteBlobFilesLocked(c.newBlobs)
 	c.outputs = outs
 	d.updateReadStateLocked(c.cf)
 	killpoint.Maybe("compaction.before_delete_inputs")

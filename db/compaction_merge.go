@@ -173,7 +173,8 @@ func (m *compactionMerger) run() error {
 			ok = it.Next()
 			if ok {
 				nk := it.Key()
-				if nk.Kind() == base.KindSet && bytes.Equal(nk.UserKey, m.cur) &&
+				// A blob index is a value here, as in RocksDB.
+				if (nk.Kind() == base.KindSet || nk.Kind() == base.KindBlobIndex) && bytes.Equal(nk.UserKey, m.cur) &&
 					stripeOf(nk.SeqNum(), m.snaps) == stripe && !m.covered(nk.UserKey, nk.SeqNum(), stripe) {
 					// The single deletion and its value drop together. What
 					// lies under them is read afresh: under the contract
@@ -221,7 +222,7 @@ func (m *compactionMerger) run() error {
 		if err := m.add(k, value); err != nil {
 			return err
 		}
-		sdUnderSet = kind == base.KindSet
+		sdUnderSet = kind == base.KindSet || kind == base.KindBlobIndex
 		ok = it.Next()
 	}
 	return it.Error()
@@ -275,6 +276,15 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 			continue
 		case base.KindSet:
 			existing = append([]byte{}, it.Value()...)
+		case base.KindBlobIndex:
+			// The operands merge into the blob's value: the result is an
+			// inline value, and the blob becomes garbage (RocksDB does
+			// the same).
+			v, err := m.d.blobs.getCopy(k.UserKey, it.Value())
+			if err != nil {
+				return false, err
+			}
+			existing = v
 		}
 		// A value, a deletion (or an entry of a kind Strata does not
 		// know): the stack ends on it; the caller skips the rest of the

@@ -70,11 +70,19 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 		return nil, err
 	}
 	n := len(bounds) + 1
+	// Blob files: each range writes its own (blob_files on) and counts the
+	// blob references it reads and writes; the garbage is the difference
+	// over all ranges.
+	var gcBelow uint64
+	if s := c.cf.blob.Load(); s != nil && s.gc {
+		gcBelow = blobGCCutoff(c.version, s.ageCutoff)
+	}
 	outs := make([]*compactionOutputs, n)
 	errs := make([]error, n)
 	var cancel atomic.Bool
 	for i := range outs {
-		o := &compactionOutputs{d: d, c: c, tombs: kept}
+		o := &compactionOutputs{d: d, c: c, tombs: kept, blobIn: make(blobFlow), blobOut: make(blobFlow),
+			bw: c.cf.newBlobWriter(), gcBelow: gcBelow}
 		if n > 1 {
 			if i > 0 {
 				o.lower = bounds[i-1]
@@ -115,14 +123,34 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 			err = e
 		}
 	}
+	c.newBlobs = nil
+	for _, o := range outs {
+		if err != nil {
+			break
+		}
+		var adds []version.BlobFileAddition
+		adds, err = o.bw.finish()
+		c.newBlobs = append(c.newBlobs, adds...)
+	}
 	if err != nil {
+		for _, o := range outs {
+			o.bw.abandon()
+		}
+		c.newBlobs = nil
 		return metas, err
 	}
+	in, out := make(blobFlow), make(blobFlow)
+	for _, o := range outs {
+		in.merge(o.blobIn)
+		out.merge(o.blobOut)
+	}
+	c.blobGarbage = in.garbage(out)
 	p := c.pick
 	var wrote uint64
 	for _, m := range metas {
 		wrote += m.Size
 	}
+	wrote += blobFileBytes(c.newBlobs)
 	ls := &d.stats.level[p.OutputLevel]
 	ls.bytesRead.Add(inBytes)
 	ls.bytesWritten.Add(wrote)
@@ -148,6 +176,10 @@ func (d *DB) runSubcompaction(out *compactionOutputs, sets []rangedel.Set, snaps
 	if out.lower != nil || out.upper != nil {
 		it = &boundedIter{Iterator: it, lo: out.lower, hi: out.upper}
 	}
+	// Counted inside the range's bounds: an entry read past them belongs
+	// to the next range, which counts it.
+	counted := &blobCountingIter{Iterator: it, flow: out.blobIn}
+	it = counted
 	err = d.mergeInto(out, it, sets, snaps, cancel)
 	if cerr := it.Close(); err == nil {
 		err = cerr
@@ -260,6 +292,18 @@ type compactionOutputs struct {
 	gpIndex   int
 	gpOverlap uint64
 	seenKey   bool
+	// blobOut counts the blob references written; oldestBlob is the
+	// smallest blob file the current output refers to (0: none).
+	// blobIn counts the blob references read (by the range's iterator).
+	blobIn     blobFlow
+	blobOut    blobFlow
+	oldestBlob uint64
+	// bw writes blob files (blob files on): inline values of at least
+	// min_blob_size go there, and the values garbage collection moves.
+	bw *blobWriter
+	// gcBelow: blobs of files numbered below it are relocated (garbage
+	// collection on; 0 = off).
+	gcBelow uint64
 }
 
 // add writes one kept entry; newKey says the user key differs from the
@@ -278,6 +322,46 @@ func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) e
 	if o.w == nil {
 		if err := o.open(); err != nil {
 			return err
+		}
+	}
+	if k.Kind() == base.KindSet && o.bw.wants(value) {
+		idx, _, err := o.bw.add(k.UserKey, value)
+		if err != nil {
+			return err
+		}
+		k, value = base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindBlobIndex), idx
+	}
+	if k.Kind() == base.KindBlobIndex {
+		x, named, err := blobIndexOf(k.UserKey, value)
+		if err != nil {
+			return err
+		}
+		if named && x.FileNum < o.gcBelow {
+			// Garbage collection: the value moves to a new blob file,
+			// or back into the table when blob files are now off or it
+			// is under min_blob_size (RocksDB's rule); the old blob is
+			// garbage.
+			v, err := o.d.blobs.get(k.UserKey, value)
+			if err != nil {
+				return err
+			}
+			if !o.bw.wants(v) {
+				return o.add(base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindSet), v, false)
+			}
+			idx, _, err := o.bw.add(k.UserKey, v)
+			if err != nil {
+				return err
+			}
+			value = idx
+			if x, named, err = blobIndexOf(k.UserKey, value); err != nil {
+				return err
+			}
+		}
+		if named {
+			o.blobOut.add(k.UserKey, x)
+			if o.oldestBlob == 0 || x.FileNum < o.oldestBlob {
+				o.oldestBlob = x.FileNum
+			}
 		}
 	}
 	if err := o.w.Add(k, value); err != nil {
@@ -393,7 +477,9 @@ func (o *compactionOutputs) finish(upper []byte) error {
 		SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
 		CreationTime: now, OldestAncesterTime: now,
 		NumRangeDeletions: wm.NumRangeDeletions, RangeDelsKnown: true,
+		OldestBlobFile: o.oldestBlob,
 	})
+	o.oldestBlob = 0
 	return nil
 }
 

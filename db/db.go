@@ -60,6 +60,7 @@ type DB struct {
 	lock    io.Closer
 	cache   *cache.Cache
 	tables  *tableCache
+	blobs   *blobFiles
 	// def is the default column family, the one the DB's own methods act
 	// on; it is never dropped.
 	def *ColumnFamily
@@ -345,6 +346,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	d.tables.close()
+	d.blobs.close()
 	d.memPool.Close()
 	if d.lock != nil {
 		err = errors.CombineErrors(err, d.lock.Close())

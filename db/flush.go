@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
@@ -242,6 +243,7 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	m.refs.Add(1)
 	defer m.unref(d)
 	var meta *version.FileMetadata
+	var blobs []version.BlobFileAddition
 	var err error
 	start := time.Now()
 	ev := FlushInfo{JobID: d.newJobID(), ColumnFamilyName: cf.name, InputBytes: uint64(m.ApproximateMemoryUsage())}
@@ -249,7 +251,7 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	defer func() { d.evFlushEnd(ev, meta, start, err) }()
 	if !m.Empty() {
 		var held bool
-		meta, held, err = d.writeLevel0TableLocked(cf, m.MemTable)
+		meta, blobs, held, err = d.writeLevel0TableLocked(cf, m.MemTable)
 		if held {
 			defer d.releaseSnapshotHoldLocked()
 		}
@@ -272,6 +274,10 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 			}
 			meta = nil
 		}
+		for _, b := range blobs {
+			delete(d.mu.pendingOutputs, b.FileNum)
+			d.removeFile(base.FileKindBlob, b.FileNum)
+		}
 		return nil
 	}
 	// The WAL to keep after this flush: the next memtable's.
@@ -288,6 +294,7 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 	if meta != nil {
 		ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
 	}
+	ve.BlobFiles = blobs
 	if len(d.mu.fams) > 1 {
 		// With several families the WALs to keep are not those of one
 		// family's log number: record the oldest any family needs, as
@@ -299,13 +306,17 @@ func (d *DB) flushOldestLocked(cf *ColumnFamily) error {
 		err = errors.Wrap(err, "strata: recording flush in MANIFEST")
 		return err
 	}
+	d.noteBlobFilesLocked(blobs)
 	if meta != nil {
+		// Blob files count as bytes the flush wrote (RocksDB's
+		// write amplification counts them too).
+		n := meta.Size + blobFileBytes(blobs)
 		delete(d.mu.pendingOutputs, meta.FileNum)
 		d.stats.flushes.Add(1)
-		d.stats.flushBytes.Add(meta.Size)
-		d.stats.level[0].bytesWritten.Add(meta.Size)
+		d.stats.flushBytes.Add(n)
+		d.stats.level[0].bytesWritten.Add(n)
 		cf.stats.flushes.Add(1)
-		cf.stats.flushBytes.Add(meta.Size)
+		cf.stats.flushBytes.Add(n)
 	}
 	cf.mu.imm = cf.mu.imm[1:]
 	d.updateReadStateLocked(cf)
@@ -338,42 +349,68 @@ func (d *DB) minLogToKeepAfterLocked(cf *ColumnFamily, nextLog uint64) uint64 {
 // new table file. d.mu must be held; it is released during the write.
 // held reports that the filter changed entries and d.mu.snapshotHold was
 // taken: the caller releases it once the table is installed (or not).
-func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (meta *version.FileMetadata, held bool, err error) {
+// The blob files it wrote (blob_files on) are returned for the flush's
+// MANIFEST edit; they stay pending outputs until noteBlobFilesLocked.
+func (d *DB) writeLevel0TableLocked(cf *ColumnFamily, m *memtable.MemTable) (meta *version.FileMetadata, blobs []version.BlobFileAddition, held bool, err error) {
 	fileNum := d.mu.versions.NextFileNum()
 	d.mu.pendingOutputs[fileNum] = struct{}{}
 	snaps := d.mu.snapshots.seqs()
 	it := cf.flushIter(m, snaps, true)
 	d.mu.Unlock()
 	start := time.Now()
-	meta, err = cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
+	meta, blobs, err = d.writeFlushTable(cf, fileNum, it, m)
 	d.stats.flushMicros.Add(uint64(time.Since(start).Microseconds()))
 	d.mu.Lock()
 	if err != nil {
 		delete(d.mu.pendingOutputs, fileNum)
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if ff, ok := it.(*flushFilterIter); ok && ff.altered && !d.mu.snapshots.newerThan(snaps) {
 		d.mu.snapshotHold++
-		return meta, true, nil
+		return meta, blobs, true, nil
 	} else if ok && ff.altered {
 		// A snapshot taken during the flush reads the memtable's entries
 		// the filter took for seen by no snapshot (see compactLocked):
 		// write the memtable again, unfiltered (the filter runs in later
 		// compactions).
 		d.discardOutputsLocked([]*version.FileMetadata{meta})
+		for _, b := range blobs {
+			delete(d.mu.pendingOutputs, b.FileNum)
+			d.removeFile(base.FileKindBlob, b.FileNum)
+		}
 		fileNum = d.mu.versions.NextFileNum()
 		d.mu.pendingOutputs[fileNum] = struct{}{}
 		snaps = d.mu.snapshots.seqs()
 		it = cf.flushIter(m, snaps, false)
 		d.mu.Unlock()
-		meta, err = cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0)
+		meta, blobs, err = d.writeFlushTable(cf, fileNum, it, m)
 		d.mu.Lock()
 		if err != nil {
 			delete(d.mu.pendingOutputs, fileNum)
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
-	return meta, false, nil
+	return meta, blobs, false, nil
+}
+
+// writeFlushTable writes table fileNum of a flush from it, with the
+// family's blob files when they are on; on failure nothing it wrote stays.
+// d.mu must not be held.
+func (d *DB) writeFlushTable(cf *ColumnFamily, fileNum uint64, it iterator.Iterator, m *memtable.MemTable) (*version.FileMetadata, []version.BlobFileAddition, error) {
+	bw := cf.newBlobWriter()
+	meta, err := cf.writeTable(fileNum, it, m.Tombstones(base.MaxSeqNum), 0, bw)
+	var blobs []version.BlobFileAddition
+	if err == nil {
+		blobs, err = bw.finish()
+		if err != nil {
+			d.fs.Remove(d.path(base.MakeFilename(base.FileKindTable, fileNum)))
+		}
+	}
+	if err != nil {
+		bw.abandon()
+		return nil, nil, err
+	}
+	return meta, blobs, nil
 }
 
 // unflushedLocked reports whether any family holds writes only in its

@@ -57,9 +57,16 @@ type Iterator struct {
 	iterValid  bool // the internal iterator's last positioning result
 	savedKey   []byte
 	savedValue []byte
-	seekBuf    []byte
-	err        error
-	closed     bool
+	// blobVal is the current value when the forward position's entry is a
+	// blob index (blobbed): read from its blob file when the iterator
+	// lands on it, as RocksDB's DBIter does, so that a blob that cannot
+	// be read stops the iterator with the error. It may alias the block
+	// cache and is never modified.
+	blobVal []byte
+	blobbed bool
+	seekBuf []byte
+	err     error
+	closed  bool
 	// counted: this iterator is in DB.openIters (NewIterator's, until Close).
 	counted bool
 
@@ -341,6 +348,9 @@ func (it *Iterator) Value() []byte {
 // rawValue is the current value as stored (with a TTL suffix).
 func (it *Iterator) rawValue() []byte {
 	if it.dir == forward && !it.merged {
+		if it.blobbed {
+			return it.blobVal
+		}
 		return it.iter.Value()
 	}
 	return it.savedValue
@@ -671,7 +681,7 @@ func (it *Iterator) findNextUserEntry(skipping bool, skip []byte) {
 
 // findNextEntry is findNextUserEntry before TTL expiry.
 func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
-	it.merged = false
+	it.merged, it.blobbed = false, false
 	for ; it.iterValid; it.iterValid = it.iter.Next() {
 		k := it.iter.Key()
 		seq := k.SeqNum()
@@ -682,7 +692,7 @@ func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
 			continue
 		}
 		switch kind := k.Kind(); kind {
-		case base.KindSet, base.KindMerge:
+		case base.KindSet, base.KindMerge, base.KindBlobIndex:
 			if !it.tombs.Empty() && it.tombs.Deleted(k.UserKey, seq) {
 				skip = it.saveSkip(k.UserKey)
 				skipping = true
@@ -704,6 +714,14 @@ func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
 			if kind == base.KindMerge {
 				it.mergeForward()
 				return
+			}
+			if kind == base.KindBlobIndex {
+				v, err := it.d.blobs.get(k.UserKey, it.iter.Value())
+				if err != nil {
+					it.err, it.valid = err, false
+					return
+				}
+				it.blobVal, it.blobbed = v, true
 			}
 			it.valid = true
 			return
@@ -743,8 +761,10 @@ func (it *Iterator) findPrevUserEntry() {
 
 // findPrevEntry is findPrevUserEntry before TTL expiry.
 func (it *Iterator) findPrevEntry() {
-	it.merged = false
+	it.merged, it.blobbed = false, false
 	haveValue := false
+	// savedBlob: savedValue holds a blob index, read once the walk ends.
+	savedBlob := false
 	// hasBase: savedValue holds the value under the operands in it.mbuf
 	// (the key's newest operands read so far, oldest first).
 	hasBase := false
@@ -760,7 +780,7 @@ func (it *Iterator) findPrevEntry() {
 				break
 			}
 			switch kind := k.Kind(); kind {
-			case base.KindSet, base.KindMerge:
+			case base.KindSet, base.KindMerge, base.KindBlobIndex:
 				if it.tombs.Deleted(k.UserKey, seq) {
 					haveValue = false
 					break
@@ -774,10 +794,11 @@ func (it *Iterator) findPrevEntry() {
 					}
 					break
 				}
-				if kind == base.KindSet {
+				if kind == base.KindSet || kind == base.KindBlobIndex {
 					it.savedKey = append(it.savedKey[:0], k.UserKey...)
 					it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
 					haveValue, hasBase = true, true
+					savedBlob = kind == base.KindBlobIndex
 					it.mbuf.reset()
 					break
 				}
@@ -808,6 +829,14 @@ func (it *Iterator) findPrevEntry() {
 			it.valid = false
 			return
 		}
+	}
+	if haveValue && hasBase && savedBlob {
+		v, err := it.d.blobs.get(it.savedKey, it.savedValue)
+		if err != nil {
+			it.err, it.valid = err, false
+			return
+		}
+		it.savedValue = append(it.savedValue[:0], v...)
 	}
 	if haveValue && it.mbuf.len() > 0 {
 		var existing []byte

@@ -331,6 +331,15 @@ func (it *Iterator) mergeForward() {
 			it.savedValue = append(it.savedValue[:0], it.iter.Value()...)
 			existing, hasBase = it.savedValue, true
 		}
+		if kind == base.KindBlobIndex {
+			v, err := it.d.blobs.get(k.UserKey, it.iter.Value())
+			if err != nil {
+				it.err, it.valid = err, false
+				return
+			}
+			it.savedValue = append(it.savedValue[:0], v...)
+			existing, hasBase = it.savedValue, true
+		}
 		break
 	}
 	if hasBase {

@@ -17,8 +17,23 @@ func (d *DB) deleteObsoleteFilesLocked() {
 	if d.opts.ReadOnly {
 		return
 	}
-	if len(d.mu.obsoleteTables) > 0 {
+	if len(d.mu.obsoleteTables) > 0 || len(d.blobs.known) > 0 {
 		live := d.mu.versions.LiveFileNums()
+		// A blob file goes when no live version lists it (see
+		// version.builder.finishBlobs for when a version stops listing
+		// one). Blob files are few beside tables: each sweep checks them
+		// all rather than tracking which versions dropped which.
+		for num := range d.blobs.known {
+			if _, ok := live[num]; ok {
+				continue
+			}
+			if _, pending := d.mu.pendingOutputs[num]; pending {
+				continue
+			}
+			delete(d.blobs.known, num)
+			d.blobs.forget(num)
+			d.removeFile(base.FileKindBlob, num)
+		}
 		kept := d.mu.obsoleteTables[:0]
 		for _, num := range d.mu.obsoleteTables {
 			if _, ok := live[num]; ok {

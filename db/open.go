@@ -22,6 +22,7 @@ type dirListing struct {
 	hasIdentity bool
 	logs        []uint64 // ascending
 	tables      []uint64 // ascending
+	blobs       []uint64
 	manifests   []uint64
 	options     []uint64
 	temps       []string
@@ -51,6 +52,8 @@ func (d *DB) listDir() (dirListing, error) {
 			l.logs = append(l.logs, num)
 		case base.FileKindTable:
 			l.tables = append(l.tables, num)
+		case base.FileKindBlob:
+			l.blobs = append(l.blobs, num)
 		case base.FileKindManifest:
 			l.manifests = append(l.manifests, num)
 		case base.FileKindOptions:
@@ -88,6 +91,7 @@ func Open(dirname string, opts *Options) (*DB, error) {
 	}
 	d.cache = cache.NewWithHighPriPool(o.BlockCacheSize, o.HighPriPoolRatio)
 	d.tables = newTableCache(d, o.MaxOpenFiles)
+	d.blobs = newBlobFiles(d)
 	d.startEvents()
 	if err := d.open(); err != nil {
 		d.logf(slog.LevelError, "open failed", "err", err)
@@ -115,6 +119,7 @@ func (d *DB) abandon() {
 	d.mu.Unlock()
 	d.mu.bgWG.Wait()
 	d.tables.close()
+	d.blobs.close()
 	if d.lock != nil {
 		d.lock.Close()
 	}
@@ -317,6 +322,13 @@ func (d *DB) sweepLocked(l dirListing) {
 					d.mu.obsoleteTables = append(d.mu.obsoleteTables, n)
 				}
 			}
+		}
+	}
+	for _, n := range l.blobs {
+		if _, ok := live[n]; ok {
+			d.blobs.known[n] = struct{}{}
+		} else if _, pending := d.mu.pendingOutputs[n]; !pending && !d.opts.ReadOnly {
+			d.removeFile(base.FileKindBlob, n)
 		}
 	}
 	for _, n := range l.logs {

@@ -265,6 +265,39 @@ type Options struct {
 	// HardPendingCompactionBytesLimit stops writes (they wait) once the
 	// estimated pending compaction bytes reach it. Default: 256 GiB.
 	HardPendingCompactionBytesLimit int64
+
+	// Blob files (RocksDB's integrated BlobDB; docs/blob-files.md). All
+	// are per family and mutable through SetOptions under RocksDB's names.
+	//
+	// EnableBlobFiles (enable_blob_files): flushes and compactions write
+	// values of at least MinBlobSize bytes to blob files, leaving a blob
+	// index in the table. Default: false. Blob files already written are
+	// read whatever its value.
+	EnableBlobFiles bool
+	// MinBlobSize (min_blob_size): the smallest value that goes to a blob
+	// file. Default: 0, every value.
+	MinBlobSize uint64
+	// BlobFileSize (blob_file_size): a blob file is closed, and the next
+	// one started, once it reaches this size. Default: 256 MiB.
+	BlobFileSize uint64
+	// BlobCompressionType (blob_compression_type): how each blob is
+	// compressed. Default: none.
+	BlobCompressionType Compression
+	// EnableBlobGarbageCollection (enable_blob_garbage_collection):
+	// compactions rewrite the values that are in the oldest blob files
+	// (BlobGarbageCollectionAgeCutoff of them) to new ones, so that the
+	// old files, left with garbage only, are deleted. Default: false.
+	EnableBlobGarbageCollection bool
+	// BlobGarbageCollectionAgeCutoff
+	// (blob_garbage_collection_age_cutoff): the fraction of the blob
+	// files, oldest first, whose values garbage collection relocates, in
+	// (0, 1]. Default (0): 0.25, RocksDB's.
+	BlobGarbageCollectionAgeCutoff float64
+	// BlobGarbageCollectionForceThreshold
+	// (blob_garbage_collection_force_threshold): when the garbage ratio of
+	// the oldest files under the cutoff reaches it, their tables are
+	// marked for compaction, in (0, 1]. Default (0): 1.0, RocksDB's.
+	BlobGarbageCollectionForceThreshold float64
 	// WALWriteSyscalls makes the WAL take one write(2) per write instead
 	// of the default, copying each record into a shared memory
 	// mapping of the preallocated WAL file (RocksDB's allow_mmap_writes,
@@ -354,6 +387,9 @@ const (
 	maxMaxSubcompactions        = 1024
 	defaultSoftPendingBytes     = 64 << 30
 	defaultHardPendingBytes     = 256 << 30
+	defaultBlobFileSize         = 256 << 20
+	defaultBlobGCAgeCutoff      = 0.25
+	defaultBlobGCForceThreshold = 1.0
 )
 
 // withDefaults returns a copy of o (nil meaning all defaults) with every zero
@@ -384,13 +420,20 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.MaxSubcompactions, defaultMaxSubcompactions)
 	setDefault(&r.SoftPendingCompactionBytesLimit, defaultSoftPendingBytes)
 	setDefault(&r.HardPendingCompactionBytesLimit, defaultHardPendingBytes)
+	setDefault(&r.BlobFileSize, defaultBlobFileSize)
+	if r.BlobGarbageCollectionAgeCutoff == 0 {
+		r.BlobGarbageCollectionAgeCutoff = defaultBlobGCAgeCutoff
+	}
+	if r.BlobGarbageCollectionForceThreshold == 0 {
+		r.BlobGarbageCollectionForceThreshold = defaultBlobGCForceThreshold
+	}
 	if r.FS == nil {
 		r.FS = vfs.Default
 	}
 	return r
 }
 
-func setDefault[T int | int64](p *T, d T) {
+func setDefault[T int | int64 | uint64](p *T, d T) {
 	if *p == 0 {
 		*p = d
 	}
@@ -526,6 +569,12 @@ func (o *Options) validate() error {
 		return bad("MaxBackgroundJobs", o.MaxBackgroundJobs, "must not be negative")
 	case o.MaxSubcompactions < 0 || o.MaxSubcompactions > maxMaxSubcompactions:
 		return bad("MaxSubcompactions", o.MaxSubcompactions, fmt.Sprintf("must be in [0, %d]", maxMaxSubcompactions))
+	case o.BlobCompressionType < NoCompression || o.BlobCompressionType > ZstdCompression:
+		return bad("BlobCompressionType", o.BlobCompressionType, "unknown compression")
+	case !(o.BlobGarbageCollectionAgeCutoff > 0 && o.BlobGarbageCollectionAgeCutoff <= 1):
+		return bad("BlobGarbageCollectionAgeCutoff", o.BlobGarbageCollectionAgeCutoff, "must be in (0, 1]")
+	case !(o.BlobGarbageCollectionForceThreshold > 0 && o.BlobGarbageCollectionForceThreshold <= 1):
+		return bad("BlobGarbageCollectionForceThreshold", o.BlobGarbageCollectionForceThreshold, "must be in (0, 1]")
 	}
 	return nil
 }

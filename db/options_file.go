@@ -227,6 +227,24 @@ func (d *DB) familyOptionsFromFile(name string, base Options) (Options, error) {
 				c.MaxBytesForLevelMultiplier = int(f)
 			case "level_compaction_dynamic_level_bytes":
 				c.LevelCompactionDynamicLevelBytes, err = strconv.ParseBool(v)
+			case "enable_blob_files":
+				c.EnableBlobFiles, err = strconv.ParseBool(v)
+			case "min_blob_size":
+				c.MinBlobSize, err = strconv.ParseUint(v, 10, 64)
+			case "blob_file_size":
+				c.BlobFileSize, err = strconv.ParseUint(v, 10, 64)
+			case "blob_compression_type":
+				if c.BlobCompressionType, err = parseRocksDBCompression(v); err != nil {
+					// A type Strata cannot write (LZ4, say): its blobs
+					// stay readable; new ones are written uncompressed.
+					c.BlobCompressionType, err = NoCompression, nil
+				}
+			case "enable_blob_garbage_collection":
+				c.EnableBlobGarbageCollection, err = strconv.ParseBool(v)
+			case "blob_garbage_collection_age_cutoff":
+				c.BlobGarbageCollectionAgeCutoff, err = strconv.ParseFloat(v, 64)
+			case "blob_garbage_collection_force_threshold":
+				c.BlobGarbageCollectionForceThreshold, err = strconv.ParseFloat(v, 64)
 			}
 			if err != nil {
 				return base, bad(k, v)
@@ -387,6 +405,14 @@ func (fam *ColumnFamily) optionsEntries(out []optionsfile.Entry) []optionsfile.E
 	cf("max_bytes_for_level_base", itoa(o.MaxBytesForLevelBase))
 	cf("max_bytes_for_level_multiplier", fmt.Sprintf("%f", float64(o.MaxBytesForLevelMultiplier))).Equal = optionsfile.SameFloat
 	cf("level_compaction_dynamic_level_bytes", strconv.FormatBool(o.LevelCompactionDynamicLevelBytes))
+	b := fam.blob.Load()
+	cf("enable_blob_files", strconv.FormatBool(b.enable))
+	cf("min_blob_size", strconv.FormatUint(b.minSize, 10))
+	cf("blob_file_size", strconv.FormatUint(b.fileSize, 10))
+	cf("blob_compression_type", rocksdbCompressionName(b.compression))
+	cf("enable_blob_garbage_collection", strconv.FormatBool(b.gc))
+	cf("blob_garbage_collection_age_cutoff", fmt.Sprintf("%f", b.ageCutoff)).Equal = optionsfile.SameFloat
+	cf("blob_garbage_collection_force_threshold", fmt.Sprintf("%f", b.forceThreshold)).Equal = optionsfile.SameFloat
 
 	t := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecTable, fam.name, key, value) }
 	filter := "nullptr"

@@ -214,6 +214,9 @@ func (d *DB) resolveGet(rs *readState, key []byte, snap base.SeqNum, r *getResul
 	if r.kind == base.KindMerge && r.seq >= r.maxTomb {
 		return d.getMerged(rs, key, snap)
 	}
+	if r.kind == base.KindBlobIndex && r.seq >= r.maxTomb {
+		return d.blobs.getCopy(key, r.value)
+	}
 	return r.resolve(key)
 }
 
@@ -252,7 +255,7 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 	}
 	if found {
 		r.value, r.kind, r.seq, r.found = v, kind, seq, true
-		if kind == base.KindSet {
+		if kind == base.KindSet || kind == base.KindBlobIndex {
 			// Copy before the table is released.
 			r.value = append(make([]byte, 0, len(v)), v...)
 			r.owned = true

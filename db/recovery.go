@@ -92,7 +92,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		ve := &version.Edit{ColumnFamily: cf.id, LogNumber: newLog, HasLogNumber: true, HasPrevLogNumber: true,
 			LastSequence: base.SeqNum(d.visibleSeq.Load()), HasLastSequence: true}
 		for _, m := range cf.mu.imm {
-			meta, held, err := d.writeLevel0TableLocked(cf, m.MemTable)
+			meta, blobs, held, err := d.writeLevel0TableLocked(cf, m.MemTable)
 			if held {
 				// Open: no snapshot exists yet.
 				d.releaseSnapshotHoldLocked()
@@ -101,6 +101,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 				return err
 			}
 			ve.NewFiles = append(ve.NewFiles, version.NewFileEntry{Level: 0, Meta: meta})
+			ve.BlobFiles = append(ve.BlobFiles, blobs...)
 		}
 		// No read view lists the recovered memtables yet (Open installs
 		// the first after recovery): the DB's reference is the only one.
@@ -137,6 +138,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		for _, nf := range ve.NewFiles {
 			delete(d.mu.pendingOutputs, nf.Meta.FileNum)
 		}
+		d.noteBlobFilesLocked(ve.BlobFiles)
 	}
 	if err := d.openWALLocked(newLog); err != nil {
 		return err

@@ -47,6 +47,53 @@ var mutableOptions = []mutableOption{
 	compactionIntOption("max_background_jobs", intMaxBackgroundJobs),
 	compactionIntOptionMax("max_subcompactions", maxMaxSubcompactions, intMaxSubcompactions),
 	{"max_bytes_for_level_multiplier", parseLevelMultiplier},
+	blobOption("enable_blob_files", func(b *blobSettings, v string) (err error) { b.enable, err = parseBool(v); return }),
+	blobOption("min_blob_size", func(b *blobSettings, v string) (err error) {
+		b.minSize, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		return
+	}),
+	blobOption("blob_file_size", func(b *blobSettings, v string) error {
+		n, err := parseIntIn(v, 1, math.MaxInt64)
+		b.fileSize = uint64(n)
+		return err
+	}),
+	blobOption("blob_compression_type", func(b *blobSettings, v string) (err error) {
+		b.compression, err = parseRocksDBCompression(v)
+		return
+	}),
+	blobOption("enable_blob_garbage_collection", func(b *blobSettings, v string) (err error) { b.gc, err = parseBool(v); return }),
+	blobOption("blob_garbage_collection_age_cutoff", func(b *blobSettings, v string) (err error) {
+		b.ageCutoff, err = parseUnitFraction(v)
+		return
+	}),
+	blobOption("blob_garbage_collection_force_threshold", func(b *blobSettings, v string) (err error) {
+		b.forceThreshold, err = parseUnitFraction(v)
+		return
+	}),
+}
+
+// blobOption is a blob file option: set changes a copy of the settings.
+func blobOption(name string, set func(*blobSettings, string) error) mutableOption {
+	return mutableOption{name, func(d *DB, v string) (func(*mutableOptionsState), error) {
+		var probe blobSettings
+		if err := set(&probe, v); err != nil {
+			return nil, err
+		}
+		return func(s *mutableOptionsState) {
+			c := *s.blob
+			_ = set(&c, v)
+			s.blob = &c
+		}, nil
+	}}
+}
+
+// parseUnitFraction parses a number in (0, 1].
+func parseUnitFraction(v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(f > 0 && f <= 1) {
+		return 0, errors.Newf("want a number in (0, 1]")
+	}
+	return f, nil
 }
 
 // SetOptions changes mutable options at run time, atomically: on any error
@@ -57,7 +104,13 @@ var mutableOptions = []mutableOption{
 // "level0_stop_writes_trigger", "target_file_size_base",
 // "max_bytes_for_level_base", "max_background_jobs", "max_subcompactions"
 // (positive decimal integers; max_subcompactions at most 1024) and
-// "max_bytes_for_level_multiplier" (a number above 1).
+// "max_bytes_for_level_multiplier" (a number above 1), and the blob file
+// options "enable_blob_files" and "enable_blob_garbage_collection"
+// ("true"/"false"), "min_blob_size" and "blob_file_size" (decimal bytes),
+// "blob_compression_type" (RocksDB's names: "kNoCompression",
+// "kSnappyCompression", "kZSTD"), "blob_garbage_collection_age_cutoff" and
+// "blob_garbage_collection_force_threshold" (numbers in (0, 1]); they take
+// effect at the next flush or compaction.
 // Unknown names and bad values wrap ErrInvalidArgument and name the option
 // and value.
 func (d *DB) SetOptions(opts map[string]string) error { return d.def.setOptions(opts, true) }
@@ -165,6 +218,7 @@ type mutableOptionsState struct {
 	extractor       *extractorHandle
 	ints            [7]int64
 	multiplierBits  uint64
+	blob            *blobSettings
 }
 
 func (cf *ColumnFamily) compactionInts() [7]*atomic.Int64 {
@@ -181,6 +235,7 @@ func (cf *ColumnFamily) saveMutableOptions() mutableOptionsState {
 		disableAuto:     cf.comp.disableAuto.Load(),
 		extractor:       cf.extractor.Load(),
 		multiplierBits:  cf.comp.multiplierBits.Load(),
+		blob:            cf.blob.Load(),
 	}
 	for i, p := range cf.compactionInts() {
 		s.ints[i] = p.Load()
@@ -213,6 +268,7 @@ func (cf *ColumnFamily) optionsWith(s mutableOptionsState) Options {
 	if v := s.ints[intMaxBytesBase]; v != 0 {
 		o.MaxBytesForLevelBase = v
 	}
+	s.blob.setOptions(&o)
 	return o
 }
 
@@ -223,6 +279,7 @@ func (cf *ColumnFamily) restoreMutableOptions(s mutableOptionsState) {
 	cf.comp.disableAuto.Store(s.disableAuto)
 	cf.extractor.Store(s.extractor)
 	cf.comp.multiplierBits.Store(s.multiplierBits)
+	cf.blob.Store(s.blob)
 	for i, p := range cf.compactionInts() {
 		p.Store(s.ints[i])
 	}

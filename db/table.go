@@ -47,7 +47,10 @@ func (cf *ColumnFamily) tableWriterOptions(fileNum uint64) table.WriterOptions {
 // writeTable writes every entry of it and the tombstones into table file
 // fileNum, syncs it and returns its metadata. It closes it. It returns nil
 // metadata when there was nothing to write.
-func (cf *ColumnFamily) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombstone, level int) (meta *version.FileMetadata, err error) {
+//
+// With bw, values of at least min_blob_size go to its blob files and the
+// table holds their blob indexes.
+func (cf *ColumnFamily) writeTable(fileNum uint64, it iterator.Iterator, tombs []base.Tombstone, level int, bw *blobWriter) (meta *version.FileMetadata, err error) {
 	d := cf.d
 	name := d.path(base.MakeFilename(base.FileKindTable, fileNum))
 	vf, err := d.fs.Create(name)
@@ -63,8 +66,31 @@ func (cf *ColumnFamily) writeTable(fileNum uint64, it iterator.Iterator, tombs [
 		}
 	}()
 	w := table.NewWriter(f, cf.tableWriterOptions(fileNum))
+	var oldestBlob uint64
 	for ok := it.First(); ok; ok = it.Next() {
-		if err := w.Add(it.Key(), it.Value()); err != nil {
+		k, v := it.Key(), it.Value()
+		if k.Kind() == base.KindSet && bw.wants(v) {
+			idx, num, err := bw.add(k.UserKey, v)
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			if oldestBlob == 0 {
+				oldestBlob = num // numbers only grow within a job
+			}
+			k = base.MakeInternalKey(k.UserKey, k.SeqNum(), base.KindBlobIndex)
+			v = idx
+		} else if k.Kind() == base.KindBlobIndex && oldestBlob == 0 {
+			// A blob index replayed from a WAL (RocksDB's stacked
+			// BlobDB writes them) names a file of its own.
+			if x, named, err := blobIndexOf(k.UserKey, v); err != nil {
+				it.Close()
+				return nil, err
+			} else if named {
+				oldestBlob = x.FileNum
+			}
+		}
+		if err := w.Add(k, v); err != nil {
 			it.Close()
 			return nil, errors.Wrapf(err, "strata: writing table %s", name)
 		}
@@ -104,6 +130,7 @@ func (cf *ColumnFamily) writeTable(fileNum uint64, it iterator.Iterator, tombs [
 		OldestAncesterTime: now,
 		NumRangeDeletions:  wm.NumRangeDeletions,
 		RangeDelsKnown:     true,
+		OldestBlobFile:     oldestBlob,
 	}, nil
 }
 

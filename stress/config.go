@@ -51,6 +51,13 @@ type Config struct {
 	DisableConcurrentMemtableWrites bool
 	// MaxBytesForLevelBase sets Options.MaxBytesForLevelBase (0 = default).
 	MaxBytesForLevelBase int64
+	// BlobFiles turns blob files on for every family (EnableBlobFiles)
+	// with MinBlobSize, 16 KiB blob files and garbage collection (age
+	// cutoff 0.5, force threshold 0.5), so that flushes, compactions and
+	// their garbage accounting run under the oracle; SetOptions then also
+	// toggles enable_blob_files and the garbage collection options.
+	BlobFiles   bool
+	MinBlobSize uint64
 	// Subcompactions sets Options.MaxSubcompactions (0 = default, 1); with
 	// more than 1, SetOptions operations also change max_subcompactions
 	// between 1 and it, and the target file size is 32 KiB, so that the

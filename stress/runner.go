@@ -131,6 +131,11 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 	if r.cfg.PartitionIndexAndFilters {
 		o.IndexType, o.PartitionFilters, o.MetadataBlockSize = db.IndexTwoLevelSearch, true, 256
 	}
+	if r.cfg.BlobFiles {
+		o.EnableBlobFiles, o.MinBlobSize, o.BlobFileSize = true, r.cfg.MinBlobSize, 16<<10
+		o.EnableBlobGarbageCollection = true
+		o.BlobGarbageCollectionAgeCutoff, o.BlobGarbageCollectionForceThreshold = 0.5, 0.5
+	}
 	if r.cfg.FIFO {
 		o.CompactionStyle = db.FIFOCompaction
 		o.FIFOMaxTableFilesSize = 256 << 10
@@ -175,6 +180,13 @@ func (r *Runner) cfOptions(o *db.Options, ext string) (*db.ColumnFamilyOptions, 
 		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
 		TargetFileSizeBase:               o.TargetFileSizeBase,
 		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
+
+		EnableBlobFiles:                     o.EnableBlobFiles,
+		MinBlobSize:                         o.MinBlobSize,
+		BlobFileSize:                        o.BlobFileSize,
+		EnableBlobGarbageCollection:         o.EnableBlobGarbageCollection,
+		BlobGarbageCollectionAgeCutoff:      o.BlobGarbageCollectionAgeCutoff,
+		BlobGarbageCollectionForceThreshold: o.BlobGarbageCollectionForceThreshold,
 	}
 	if ext != "" {
 		e, err := prefix.Parse(ext)
@@ -763,7 +775,16 @@ func (t *thread) setOptions() {
 		t.expectOK(fmt.Sprintf("set_options %v", m), r.cfs[0].SetOptions(m))
 		return
 	}
-	switch t.rng.Intn(3) {
+	n := 3
+	if r.cfg.BlobFiles {
+		n = 5
+	}
+	switch t.rng.Intn(n) {
+	case 3:
+		m = map[string]string{"enable_blob_files": strconv.FormatBool(t.rng.Intn(4) != 0)}
+	case 4:
+		m = map[string]string{"enable_blob_garbage_collection": strconv.FormatBool(t.rng.Intn(3) != 0),
+			"blob_garbage_collection_age_cutoff": []string{"0.25", "0.5", "1"}[t.rng.Intn(3)]}
 	case 0:
 		m = map[string]string{"write_buffer_size": strconv.Itoa([]int{32 << 10, 64 << 10, 256 << 10, 1 << 20}[t.rng.Intn(4)])}
 	case 1:

@@ -295,3 +295,25 @@ func TestBinaryKeys(t *testing.T) {
 	_, err = KeyIndex(prev)
 	require.Error(t, err)
 }
+
+// TestStressBlobFiles runs the short stress with blob files (a small
+// min_blob_size, so most values go there), garbage collection, and
+// SetOptions toggling both; then power-loss images and injected faults
+// with them.
+func TestStressBlobFiles(t *testing.T) {
+	c := memConfig(t)
+	c.BlobFiles, c.MinBlobSize, c.OpsPerThread, c.SetOptionsOneIn = true, 16, 800*scale(), 50
+	runStress(t, c)
+
+	c = memConfig(t)
+	c.BlobFiles, c.MinBlobSize = true, 16
+	c.OpsPerThread, c.CrashImageOneIn = 600*scale(), 150
+	r := runStress(t, c)
+	require.Positive(t, r.Stats.Images.Load())
+
+	c = memConfig(t)
+	c.BlobFiles, c.MinBlobSize = true, 16
+	c.FaultOneIn, c.OpsPerThread = 100, 1000*scale()
+	r = runStress(t, c)
+	require.Positive(t, r.Stats.Errors.Load(), "no fault reached the caller")
+}

@@ -5,6 +5,7 @@ import (
 	"compress/bzip2"
 	"compress/flate"
 	"encoding/binary"
+	"github.com/cockroachdb/errors"
 	"io"
 	"math"
 	"sync"
@@ -147,11 +148,48 @@ func zstdDecoder() *zstd.Decoder {
 // rules of formatVersion (§7) and returns the result, or nil when c is
 // NoCompression or the result is not at least 12.5% smaller.
 func compressBlock(dst, raw []byte, c Compression, formatVersion uint32) []byte {
-	dst = dst[:0]
 	if len(raw) > maxRawSize {
 		return nil // the reader would not trust its size (RocksDB's rule too)
 	}
-	prefixed := formatVersion >= 2
+	dst = compressRaw(dst, raw, c, formatVersion >= 2)
+	if dst == nil || len(dst) >= len(raw)-len(raw)/8 || !rawSizeOK(c, len(raw), len(dst)) {
+		return nil
+	}
+	return dst
+}
+
+// CompressValue compresses one value of a blob file with c as RocksDB 7.8
+// does: compression format version 2 (varint size prefixes) and, unlike a
+// block, kept compressed whatever its size, since the blob file's header and
+// the value's BlobIndex name one compression for it. It fails for a type
+// Strata cannot write or a value over 4 GiB.
+func CompressValue(dst, raw []byte, c Compression) ([]byte, error) {
+	if !c.writable() || len(raw) > maxRawSize {
+		return nil, errors.Newf("table: cannot compress a value of %d bytes with %s", len(raw), c)
+	}
+	if c == NoCompression {
+		return append(dst[:0], raw...), nil
+	}
+	out := compressRaw(dst, raw, c, true)
+	if out == nil {
+		return nil, errors.Newf("table: %s failed on a value of %d bytes", c, len(raw))
+	}
+	return out, nil
+}
+
+// DecompressValue reverses CompressValue. A failure is described by the
+// returned string (empty on success); the caller names the file and offset.
+func DecompressValue(c Compression, data []byte) ([]byte, string) {
+	if c == NoCompression {
+		return data, ""
+	}
+	return decompressBlock(c, data, 2, nil)
+}
+
+// compressRaw compresses raw with c into dst[:0]; nil on failure or for an
+// unknown type.
+func compressRaw(dst, raw []byte, c Compression, prefixed bool) []byte {
+	dst = dst[:0]
 	switch c {
 	case SnappyCompression:
 		// s2's snappy-compatible encoder at its default level: the
@@ -187,9 +225,6 @@ func compressBlock(dst, raw []byte, c Compression, formatVersion uint32) []byte 
 		}
 		dst = b.Bytes()
 	default:
-		return nil
-	}
-	if len(dst) >= len(raw)-len(raw)/8 || !rawSizeOK(c, len(raw), len(dst)) {
 		return nil
 	}
 	return dst

@@ -100,7 +100,7 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 		return w.err
 	}
 	switch key.Kind() {
-	case base.KindSet, base.KindMerge, base.KindDelete, base.KindSingleDelete:
+	case base.KindSet, base.KindMerge, base.KindDelete, base.KindSingleDelete, base.KindBlobIndex:
 	default:
 		return base.InvalidArgumentf("table: cannot add key of kind %s", key.Kind())
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/blob"
 	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/table"
@@ -272,7 +273,13 @@ func sstScan(t *T, c *cmdline) error {
 			if to != nil && bytes.Compare(k.UserKey, to) >= 0 {
 				break
 			}
-			fmt.Fprintf(c.out, "'%s' seq:%d, type:%d => %s\n", c.format(k.UserKey), k.SeqNum(), k.Kind(), c.format(it.Value()))
+			val := c.format(it.Value())
+			if k.Kind() == base.KindBlobIndex {
+				if x, err := blob.DecodeIndex(k.UserKey, it.Value()); err == nil {
+					val = x.String(c.format)
+				}
+			}
+			fmt.Fprintf(c.out, "'%s' seq:%d, type:%d => %s\n", c.format(k.UserKey), k.SeqNum(), k.Kind(), val)
 			n++
 		}
 		if err := it.Error(); err != nil {

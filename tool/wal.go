@@ -89,6 +89,11 @@ func walDump(t *T, c *cmdline) error {
 				fmt.Fprintf(&line, "SINGLE_DELETE(%d) : %s ", cf, toHex(k))
 			case base.KindRangeDelete:
 				fmt.Fprintf(&line, "DELETE_RANGE(%d) : %s %s ", cf, toHex(k), toHex(v))
+			case base.KindBlobIndex:
+				fmt.Fprintf(&line, "PUT_BLOB_INDEX(%d) : %s ", cf, toHex(k))
+				if c.printValue {
+					fmt.Fprintf(&line, ": %s ", toHex(v))
+				}
 			}
 		}
 		line.WriteByte('\n')

@@ -73,17 +73,17 @@ func dbOptions(c *config) *db.Options {
 	if c.mergeOperator != "" {
 		o.MergeOperator = db.MergeOperatorByName(c.mergeOperator)
 	}
-	switch c.compression {
-	case "snappy":
-		o.Compression = db.SnappyCompression
-	case "zstd":
-		o.Compression = db.ZstdCompression
-	default:
-		o.Compression = db.NoCompression
-	}
+	o.Compression = benchCompression(c.compression)
 	if c.compactionStyle == 2 {
 		o.CompactionStyle = db.FIFOCompaction
 	}
+	o.EnableBlobFiles = c.enableBlobFiles
+	o.MinBlobSize = c.minBlobSize
+	o.BlobFileSize = c.blobFileSize
+	o.BlobCompressionType = benchCompression(c.blobCompression)
+	o.EnableBlobGarbageCollection = c.enableBlobGC
+	o.BlobGarbageCollectionAgeCutoff = c.blobGCAgeCutoff
+	o.BlobGarbageCollectionForceThreshold = c.blobGCForceThreshold
 	if c.numColumnFamilies > 1 {
 		// As db_bench's OpenDb: the first hot families, each with the
 		// options of the default one.
@@ -124,7 +124,26 @@ func familyOptions(o *db.Options) *db.ColumnFamilyOptions {
 		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
 		SoftPendingCompactionBytesLimit:  o.SoftPendingCompactionBytesLimit,
 		HardPendingCompactionBytesLimit:  o.HardPendingCompactionBytesLimit,
+
+		EnableBlobFiles:                     o.EnableBlobFiles,
+		MinBlobSize:                         o.MinBlobSize,
+		BlobFileSize:                        o.BlobFileSize,
+		BlobCompressionType:                 o.BlobCompressionType,
+		EnableBlobGarbageCollection:         o.EnableBlobGarbageCollection,
+		BlobGarbageCollectionAgeCutoff:      o.BlobGarbageCollectionAgeCutoff,
+		BlobGarbageCollectionForceThreshold: o.BlobGarbageCollectionForceThreshold,
 	}
+}
+
+// benchCompression maps a -compression_type style name to Strata's.
+func benchCompression(name string) db.Compression {
+	switch name {
+	case "snappy":
+		return db.SnappyCompression
+	case "zstd":
+		return db.ZstdCompression
+	}
+	return db.NoCompression
 }
 
 func openStrata(c *config) (engine, error) {

@@ -22,7 +22,9 @@ func TestDBOptions_Mapping(t *testing.T) {
 		"-level0_stop_writes_trigger=4", "-target_file_size_base=5000",
 		"-max_bytes_for_level_base=6000", "-max_bytes_for_level_multiplier=7",
 		"-max_background_jobs=8", "-subcompactions=3", "-wal_write_syscalls", "-benchmarks=readrandom",
-		"-level_compaction_dynamic_level_bytes")
+		"-level_compaction_dynamic_level_bytes", "-enable_blob_files", "-min_blob_size=512",
+		"-blob_file_size=9000", "-blob_compression_type=zstd", "-enable_blob_garbage_collection",
+		"-blob_garbage_collection_age_cutoff=0.5", "-blob_garbage_collection_force_threshold=0.8")
 	o := dbOptions(c)
 	require.NotNil(t, o.PrefixExtractor)
 	require.Equal(t, "rocksdb.FixedPrefix.12", o.PrefixExtractor.Name())
@@ -30,6 +32,8 @@ func TestDBOptions_Mapping(t *testing.T) {
 	require.Equal(t, db.Options{
 		CreateIfMissing: false, ReadOnly: true, WriteBufferSize: 1000,
 		MaxWriteBufferNumber: 3, BloomBitsPerKey: 10, Compression: db.ZstdCompression,
+		EnableBlobFiles: true, MinBlobSize: 512, BlobFileSize: 9000, BlobCompressionType: db.ZstdCompression,
+		EnableBlobGarbageCollection: true, BlobGarbageCollectionAgeCutoff: 0.5, BlobGarbageCollectionForceThreshold: 0.8,
 		CompactionStyle: db.FIFOCompaction, FIFOMaxTableFilesSize: 5 << 20,
 		FIFOAllowCompaction: false, DisableAutoCompactions: true, BlockCacheSize: 2000,
 		MaxOpenFiles: 50, BlockSize: 8192, Level0FileNumCompactionTrigger: 2,

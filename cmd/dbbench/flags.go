@@ -50,15 +50,24 @@ type config struct {
 	prefixSameAsStart    bool
 	totalOrderSeek       bool
 
-	compactionStyle        int // 0 level, 2 fifo
-	fifoMaxTableFilesMB    uint64
-	fifoAllowCompaction    bool
-	maxBackgroundJobs      int
-	subcompactions         int
-	targetFileSizeBase     int64
-	maxBytesForLevelBase   int64
-	dynamicLevelBytes      bool
-	maxBytesForLevelMult   float64
+	compactionStyle      int // 0 level, 2 fifo
+	fifoMaxTableFilesMB  uint64
+	fifoAllowCompaction  bool
+	maxBackgroundJobs    int
+	subcompactions       int
+	targetFileSizeBase   int64
+	maxBytesForLevelBase int64
+	dynamicLevelBytes    bool
+	maxBytesForLevelMult float64
+
+	// Integrated BlobDB (db_bench's names and defaults).
+	enableBlobFiles        bool
+	minBlobSize            uint64
+	blobFileSize           uint64
+	blobCompression        string // none|snappy|zstd
+	enableBlobGC           bool
+	blobGCAgeCutoff        float64
+	blobGCForceThreshold   float64
 	l0CompactionTrigger    int
 	l0SlowdownTrigger      int
 	l0StopTrigger          int
@@ -149,6 +158,13 @@ func newFlagSet(c *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Int64Var(&c.maxBytesForLevelBase, "max_bytes_for_level_base", 256<<20, "target size of L1")
 	fs.Float64Var(&c.maxBytesForLevelMult, "max_bytes_for_level_multiplier", 10, "size ratio between levels (a whole number)")
 	fs.BoolVar(&c.dynamicLevelBytes, "level_compaction_dynamic_level_bytes", false, "size levels from the largest level up; L0 compacts into the base level")
+	fs.BoolVar(&c.enableBlobFiles, "enable_blob_files", false, "[Integrated BlobDB] store values of at least -min_blob_size in blob files")
+	fs.Uint64Var(&c.minBlobSize, "min_blob_size", 0, "[Integrated BlobDB] smallest value stored in a blob file")
+	fs.Uint64Var(&c.blobFileSize, "blob_file_size", 256<<20, "[Integrated BlobDB] size limit of a blob file")
+	fs.StringVar(&c.blobCompression, "blob_compression_type", "none", "[Integrated BlobDB] blob compression: none|snappy|zstd")
+	fs.BoolVar(&c.enableBlobGC, "enable_blob_garbage_collection", false, "[Integrated BlobDB] relocate the oldest blob files' values in compactions")
+	fs.Float64Var(&c.blobGCAgeCutoff, "blob_garbage_collection_age_cutoff", 0.25, "[Integrated BlobDB] fraction of blob files, oldest first, that garbage collection relocates")
+	fs.Float64Var(&c.blobGCForceThreshold, "blob_garbage_collection_force_threshold", 1.0, "[Integrated BlobDB] garbage ratio of the oldest blob files that forces their tables' compaction")
 	fs.IntVar(&c.l0CompactionTrigger, "level0_file_num_compaction_trigger", 4, "L0 files that start a compaction")
 	fs.IntVar(&c.l0SlowdownTrigger, "level0_slowdown_writes_trigger", 20, "L0 files that slow writes")
 	fs.IntVar(&c.l0StopTrigger, "level0_stop_writes_trigger", 36, "L0 files that stop writes")
@@ -218,6 +234,17 @@ func (c *config) validate() error {
 	case "none", "snappy", "zstd":
 	default:
 		return fmt.Errorf("-compression_type=%s is not supported (none|snappy|zstd)", c.compression)
+	}
+	switch c.blobCompression {
+	case "none", "snappy", "zstd":
+	default:
+		return fmt.Errorf("-blob_compression_type=%s is not supported (none|snappy|zstd)", c.blobCompression)
+	}
+	if !(c.blobGCAgeCutoff > 0 && c.blobGCAgeCutoff <= 1) || !(c.blobGCForceThreshold > 0 && c.blobGCForceThreshold <= 1) {
+		return fmt.Errorf("-blob_garbage_collection_age_cutoff and -blob_garbage_collection_force_threshold must be in (0, 1]")
+	}
+	if c.blobFileSize == 0 {
+		return fmt.Errorf("-blob_file_size must be positive")
 	}
 	if c.compactionStyle != 0 && c.compactionStyle != 2 {
 		return fmt.Errorf("-compaction_style=%d is not supported (0 = level, 2 = fifo)", c.compactionStyle)

@@ -60,7 +60,10 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		"-allow_concurrent_memtable_write=false", "-cache_index_and_filter_blocks", "-mmap_read",
 		"-partition_index_and_filters", "-partition_index", "-metadata_block_size=1024",
 		"-cache_high_pri_pool_ratio=0.25", "-num_column_families=3",
-		"-num_hot_column_families=1", "-column_family_distribution=100")
+		"-num_hot_column_families=1", "-column_family_distribution=100",
+		"-enable_blob_files", "-min_blob_size=1024", "-blob_file_size=4096", "-blob_compression_type=snappy",
+		"-enable_blob_garbage_collection", "-blob_garbage_collection_age_cutoff=0.5",
+		"-blob_garbage_collection_force_threshold=0.75")
 	want := config{
 		benchmarks: []string{"fillseq", "readrandom", "stats"}, db: "/x", num: 7,
 		reads: 8, writes: 9, deletes: 10, duration: 11, threads: 3, keySize: 20,
@@ -80,6 +83,8 @@ func TestParseFlags_EveryFlag(t *testing.T) {
 		partitionIndexFilter: true, partitionIndex: true, metadataBlockSize: 1024,
 		cacheHighPriRatio: 0.25, numColumnFamilies: 3, numHotColumnFamilies: 1,
 		cfDistribution: "100", cfProbs: []int{100},
+		enableBlobFiles: true, minBlobSize: 1024, blobFileSize: 4096, blobCompression: "snappy",
+		enableBlobGC: true, blobGCAgeCutoff: 0.5, blobGCForceThreshold: 0.75,
 	}
 	require.Equal(t, want, *c)
 }
@@ -107,6 +112,9 @@ func TestParseFlags_Errors(t *testing.T) {
 		"whole number":                  {"-max_bytes_for_level_multiplier=1.5"},
 		"writes, but -readonly":         {"-readonly", "-benchmarks=fillrandom"},
 		"-cache_high_pri_pool_ratio":    {"-cache_high_pri_pool_ratio=1.5"},
+		"-blob_compression_type=lz4":    {"-blob_compression_type=lz4"},
+		"must be in (0, 1]":             {"-blob_garbage_collection_age_cutoff=0"},
+		"-blob_file_size must be":       {"-blob_file_size=0"},
 	}
 	for want, args := range cases {
 		t.Run(want, func(t *testing.T) {

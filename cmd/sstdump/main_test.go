@@ -304,3 +304,25 @@ func TestAgainstSSTDump(t *testing.T) {
 	want := dropUniqueID(sectionFrom(theirs("--show_properties"), "Table Properties:"))
 	require.Equal(t, want, sectionUntil(sectionFrom(ours, "Table Properties:"), "Footer\n"))
 }
+
+// TestBlobIndexAgainstSSTDump scans a table RocksDB wrote with blob files:
+// its kTypeBlobIndex entries print as RocksDB 7.8.3's sst_dump prints them
+// (the index's bytes).
+func TestBlobIndexAgainstSSTDump(t *testing.T) {
+	bin, err := exec.LookPath("sst_dump")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sst_dump not found (CI=true): %v", err)
+		}
+		t.Skipf("sst_dump not found: %v", err)
+	}
+	path := filepath.Join("..", "..", "db", "testdata", "rocksdb-blob", "mixed", "db", "000092.sst")
+	args := []string{"--command=scan", "--output_hex"}
+	out, err := exec.Command(bin, append([]string{"--file=" + path}, args...)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	_, theirs, _ := strings.Cut(string(out), "\n")
+	code, ours, errOut := sstdump(append([]string{"-file=" + path}, args...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, theirs, ours)
+	require.Contains(t, ours, ", type:17 => ")
+}

@@ -76,6 +76,8 @@ func run(args []string) int {
 	fs.BoolVar(&c.AllowMmapReads, "mmap_read", false, "read table files through memory mappings (Options.AllowMmapReads; on disk only)")
 	allowConcurrent := fs.Bool("allow_concurrent_memtable_write", true, "writers that meet insert into the memtable concurrently (false: Options.DisableConcurrentMemtableWrites)")
 	fs.Int64Var(&c.MaxBytesForLevelBase, "max_bytes_for_level_base", 0, "target size of L1 (dynamic: the base level's bound); 0 = default")
+	fs.BoolVar(&c.BlobFiles, "enable_blob_files", false, "store values of at least -min_blob_size in blob files (16 KiB files, garbage collection on; SetOptions toggles them)")
+	fs.Uint64Var(&c.MinBlobSize, "min_blob_size", 16, "with -enable_blob_files, the smallest value stored in a blob file")
 	fs.IntVar(&c.Subcompactions, "subcompactions", 1, "Options.MaxSubcompactions: split L0 and manual compactions over N goroutines (with N > 1, SetOptions ops also change max_subcompactions; -mode stress and compact)")
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write")
 	fs.BoolVar(&c.DisableWAL, "disable_wal", false, "write without the WAL (crash checks become structural only)")

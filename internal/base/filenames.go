@@ -20,6 +20,7 @@ const (
 	FileKindTemp              // NNNNNN.dbtmp, OPTIONS-NNNNNN.dbtmp
 	FileKindIdentity          // IDENTITY
 	FileKindInfoLog           // LOG, LOG.old.*
+	FileKindBlob              // NNNNNN.blob
 )
 
 // MakeFilename returns the name of a numbered file, as RocksDB names it.
@@ -29,6 +30,8 @@ func MakeFilename(kind FileKind, num uint64) string {
 		return fmt.Sprintf("%06d.sst", num)
 	case FileKindLog:
 		return fmt.Sprintf("%06d.log", num)
+	case FileKindBlob:
+		return fmt.Sprintf("%06d.blob", num)
 	case FileKindManifest:
 		return fmt.Sprintf("MANIFEST-%06d", num)
 	case FileKindOptions:
@@ -84,6 +87,8 @@ func ParseFilename(name string) (kind FileKind, num uint64, ok bool) {
 		return FileKindTable, n, true
 	case "log":
 		return FileKindLog, n, true
+	case "blob":
+		return FileKindBlob, n, true
 	case "dbtmp":
 		return FileKindTemp, n, true
 	}

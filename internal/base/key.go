@@ -27,6 +27,9 @@ const (
 	KindMerge        Kind = 0x02
 	KindSingleDelete Kind = 0x07
 	KindRangeDelete  Kind = 0x0F
+	// KindBlobIndex (RocksDB's kTypeBlobIndex): the value is a BlobIndex
+	// naming where in a blob file the real value is (internal/blob).
+	KindBlobIndex Kind = 0x11
 	// KindSeek is the largest kind RocksDB 7.8 knows (WideColumnEntity). A
 	// seek key (userKey, MaxSeqNum, KindSeek) sorts before every real entry
 	// of userKey.
@@ -45,6 +48,8 @@ func (k Kind) String() string {
 		return "SINGLEDEL"
 	case KindRangeDelete:
 		return "RANGEDEL"
+	case KindBlobIndex:
+		return "BLOBINDEX"
 	case KindSeek:
 		return "SEEK"
 	}

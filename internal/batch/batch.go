@@ -16,6 +16,7 @@
 //	0x07 SingleDelete       key            0x08 + cf
 //	0x0F DeleteRange        start end      0x0E + cf
 //	0x02 Merge              key value      0x06 + cf
+//	0x11 BlobIndex          key index      0x10 + cf  (read only)
 //	0x03 LogData            blob           (not counted, consumes no sequence)
 //	0x0D Noop               —              (not counted)
 //
@@ -24,7 +25,7 @@
 // form, as RocksDB's own WriteBatch does); the reader accepts them with any
 // id, 0 included. Reader.NextCF returns every family; Reader.Next, for
 // callers that know only the default family, refuses the others. Other RocksDB tags (2PC markers 0x09-0x0C,
-// 0x12, 0x13, 0x15, blob indexes 0x10/0x11, wide-column entities 0x16/0x17)
+// 0x12, 0x13, 0x15, wide-column entities 0x16/0x17)
 // are valid RocksDB but unsupported here; any other tag is corruption.
 //
 // Each counted record (put, delete, single delete, range delete, merge)
@@ -58,6 +59,8 @@ const (
 	tagNoop           = 0x0D
 	tagCFRangeDelete  = 0x0E
 	tagRangeDelete    = 0x0F
+	tagCFBlobIndex    = 0x10
+	tagBlobIndex      = 0x11
 )
 
 // ErrUnsupportedColumnFamily is returned (wrapped, naming the id) for a
@@ -66,8 +69,8 @@ const (
 var ErrUnsupportedColumnFamily = base.ErrUnsupportedColumnFamily
 
 // ErrUnsupportedRecord is returned (wrapped, naming the tag) for a RocksDB
-// record kind this engine does not implement (2PC markers, blob indexes,
-// wide-column entities).
+// record kind this engine does not implement (2PC markers, wide-column
+// entities).
 var ErrUnsupportedRecord = errors.New("strata: batch: unsupported record kind")
 
 // Batch is an encoded WriteBatch.

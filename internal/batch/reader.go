@@ -132,7 +132,11 @@ func (r *Reader) decodeTag(tag byte, start int) (cf uint32, kind base.Kind, hasV
 		return 0, 0, false, false, nil
 	case tagNoop:
 		return 0, 0, false, false, nil
-	case tagCFPut, tagCFMerge, tagCFRangeDelete, tagCFDelete, tagCFSingleDelete:
+	case tagBlobIndex:
+		// RocksDB writes these to the WAL only through its stacked BlobDB
+		// and WriteBatchInternal::PutBlobIndex; they replay as they are.
+		return 0, base.KindBlobIndex, true, true, nil
+	case tagCFPut, tagCFMerge, tagCFRangeDelete, tagCFDelete, tagCFSingleDelete, tagCFBlobIndex:
 		id, n := binary.Uvarint(r.data[r.off:])
 		if n <= 0 || id > math.MaxUint32 {
 			return 0, 0, false, false, base.CorruptionErrorf("batch: offset %d: bad column family id", start)
@@ -148,10 +152,12 @@ func (r *Reader) decodeTag(tag byte, start int) (cf uint32, kind base.Kind, hasV
 			return cf, base.KindRangeDelete, true, true, nil
 		case tagCFDelete:
 			return cf, base.KindDelete, false, true, nil
+		case tagCFBlobIndex:
+			return cf, base.KindBlobIndex, true, true, nil
 		default:
 			return cf, base.KindSingleDelete, false, true, nil
 		}
-	case 0x09, 0x0A, 0x0B, 0x0C, 0x10, 0x11, 0x12, 0x13, 0x15, 0x16, 0x17:
+	case 0x09, 0x0A, 0x0B, 0x0C, 0x12, 0x13, 0x15, 0x16, 0x17:
 		return 0, 0, false, false, errors.Wrapf(ErrUnsupportedRecord, "batch: offset %d: record tag %#02x",
 			start, tag)
 	}

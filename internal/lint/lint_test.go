@@ -34,6 +34,7 @@ var layer = map[string]int{
 	"internal/rangedel":    1,
 	"internal/record":      1,
 	"internal/batch":       1,
+	"internal/blob":        1,
 	"internal/optionsfile": 1,
 	"internal/vfs/errorfs": 1,
 	"vfs":                  1, // the public face of internal/vfs

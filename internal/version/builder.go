@@ -18,6 +18,9 @@ type builder struct {
 	inBase  [NumLevels]map[uint64]bool // lazily built index of base
 	added   [NumLevels]map[uint64]*FileMetadata
 	deleted [NumLevels]map[uint64]bool
+	// blobs is the blob file set with the edits applied, nil until an
+	// edit touches blob files (the base's set then stands).
+	blobs map[uint64]*BlobFileMeta
 }
 
 func newBuilder(v *Version) *builder { return &builder{base: v} }
@@ -69,7 +72,7 @@ func (b *builder) apply(e *Edit) error {
 		}
 		b.added[l][f.FileNum] = f.clone()
 	}
-	return nil
+	return b.applyBlob(e)
 }
 
 // finish returns the new Version (unreferenced, not in any live list).
@@ -110,6 +113,9 @@ func (b *builder) finish() (*Version, error) {
 				}
 			}
 		}
+	}
+	if err := b.finishBlobs(v); err != nil {
+		return nil, err
 	}
 	v.cacheSizes()
 	return v, nil

@@ -25,6 +25,8 @@ const (
 	tagColumnFamilyDrop   = 202
 	tagMaxColumnFamily    = 203
 	tagInAtomicGroup      = 300
+	tagBlobFileAddition   = 400
+	tagBlobFileGarbage    = 401
 	tagSafeIgnoreMask     = 1 << 13
 	tagDBID               = tagSafeIgnoreMask + 1
 	tagWalAddition2       = tagSafeIgnoreMask + 7
@@ -50,6 +52,33 @@ const (
 // skips it as safe to ignore; the value is far above RocksDB's own tags
 // (1-16 as of RocksDB 8) so that a later RocksDB tag will not collide.
 const customNumRangeDeletions = 0x1001
+
+// Blob file record custom-field tags (RocksDB's blob_file_addition.h and
+// blob_file_garbage.h): the list ends with blobEndMarker; a tag with
+// blobForwardIncompatible set may not be skipped.
+const (
+	blobEndMarker           = 0
+	blobForwardIncompatible = 1 << 6
+)
+
+// BlobFileAddition records a new blob file (kBlobFileAddition). TotalBytes
+// counts each blob's record header, key and stored value, not the file's
+// header and footer.
+type BlobFileAddition struct {
+	FileNum        uint64
+	TotalCount     uint64
+	TotalBytes     uint64
+	ChecksumMethod string
+	ChecksumValue  []byte
+}
+
+// BlobFileGarbage records blobs of a file that no table refers to any more
+// (kBlobFileGarbage), counted as BlobFileAddition counts them.
+type BlobFileGarbage struct {
+	FileNum      uint64
+	GarbageCount uint64
+	GarbageBytes uint64
+}
 
 // ErrUnsupportedColumnFamily is base.ErrUnsupportedColumnFamily, kept here
 // for the packages that test for it by this name. This package no longer
@@ -118,6 +147,8 @@ type Edit struct {
 	CompactCursors []CompactCursor
 	DeletedFiles   []DeletedFileEntry
 	NewFiles       []NewFileEntry
+	BlobFiles      []BlobFileAddition
+	BlobGarbage    []BlobFileGarbage
 	WalAdditions   []WalAddition
 	// WalDeletions records WAL numbers below which every WAL is obsolete.
 	WalDeletions []uint64
@@ -151,6 +182,22 @@ func (e *Edit) Encode(dst []byte) []byte {
 	}
 	for _, nf := range e.NewFiles {
 		dst = encodeNewFile4(dst, nf)
+	}
+	for _, a := range e.BlobFiles {
+		dst = putTag(dst, tagBlobFileAddition)
+		dst = binary.AppendUvarint(dst, a.FileNum)
+		dst = binary.AppendUvarint(dst, a.TotalCount)
+		dst = binary.AppendUvarint(dst, a.TotalBytes)
+		dst = putVarstring(dst, []byte(a.ChecksumMethod))
+		dst = putVarstring(dst, a.ChecksumValue)
+		dst = putTag(dst, blobEndMarker)
+	}
+	for _, g := range e.BlobGarbage {
+		dst = putTag(dst, tagBlobFileGarbage)
+		dst = binary.AppendUvarint(dst, g.FileNum)
+		dst = binary.AppendUvarint(dst, g.GarbageCount)
+		dst = binary.AppendUvarint(dst, g.GarbageBytes)
+		dst = putTag(dst, blobEndMarker)
 	}
 	for _, w := range e.WalAdditions {
 		var body []byte
@@ -211,6 +258,10 @@ func encodeNewFile4(dst []byte, nf NewFileEntry) []byte {
 	}
 	dst = putTag(dst, customFileChecksumFunc)
 	dst = putVarstring(dst, []byte(name))
+	if f.OldestBlobFile != 0 {
+		dst = putTag(dst, customOldestBlobFile)
+		dst = putVarstring(dst, binary.AppendUvarint(nil, f.OldestBlobFile))
+	}
 	if f.MarkedForCompaction {
 		dst = putTag(dst, customNeedCompaction)
 		dst = putVarstring(dst, []byte{1})

@@ -154,6 +154,24 @@ func (e *Edit) decodeField(d *decoder, tag uint32) bool {
 		e.InAtomicGroup, e.RemainingEntries = true, d.uvarint32("atomic group size")
 	case tagDBID:
 		e.DBID = string(d.bytes("db id"))
+	case tagBlobFileAddition:
+		a := BlobFileAddition{FileNum: d.uvarint("blob file number")}
+		a.TotalCount = d.uvarint("blob count")
+		a.TotalBytes = d.uvarint("blob bytes")
+		a.ChecksumMethod = string(d.bytes("blob checksum method"))
+		a.ChecksumValue = append([]byte(nil), d.bytes("blob checksum")...)
+		d.blobCustomFields(a.FileNum)
+		if d.err == nil {
+			e.BlobFiles = append(e.BlobFiles, a)
+		}
+	case tagBlobFileGarbage:
+		g := BlobFileGarbage{FileNum: d.uvarint("blob file number")}
+		g.GarbageCount = d.uvarint("garbage blob count")
+		g.GarbageBytes = d.uvarint("garbage blob bytes")
+		d.blobCustomFields(g.FileNum)
+		if d.err == nil {
+			e.BlobGarbage = append(e.BlobGarbage, g)
+		}
 	case tagWalAddition2:
 		e.decodeWalAddition(d.bytes("wal addition"), d)
 	case tagWalDeletion2:
@@ -169,6 +187,26 @@ func (e *Edit) decodeField(d *decoder, tag uint32) bool {
 		d.bytes("ignorable field")
 	}
 	return true
+}
+
+// blobCustomFields skips the custom fields of a blob file record up to its
+// end marker; one marked forward-incompatible is an error.
+func (d *decoder) blobCustomFields(fileNum uint64) {
+	for d.err == nil {
+		if d.off >= len(d.b) {
+			d.fail("blob file %06d: missing end marker", fileNum)
+			return
+		}
+		t := d.uvarint32("blob custom tag")
+		if t == blobEndMarker || d.err != nil {
+			return
+		}
+		if t&blobForwardIncompatible != 0 {
+			d.fail("blob file %06d: unknown required custom tag %d", fileNum, t)
+			return
+		}
+		d.bytes("blob custom field")
+	}
 }
 
 func (e *Edit) decodeWalAddition(body []byte, d *decoder) {
@@ -250,6 +288,8 @@ func (e *Edit) decodeCustomFields(d *decoder, f *FileMetadata) {
 			f.CreationTime = int64(sub.uvarint("file creation time"))
 		case customFileChecksum:
 			f.FileChecksum = append([]byte(nil), field...)
+		case customOldestBlobFile:
+			f.OldestBlobFile = sub.uvarint("oldest blob file number")
 		case customFileChecksumFunc:
 			f.FileChecksumFuncName = string(field)
 		case customNumRangeDeletions:
@@ -265,7 +305,7 @@ func (e *Edit) decodeCustomFields(d *decoder, f *FileMetadata) {
 				d.fail("file %d: unknown required custom tag %d", f.FileNum, t)
 				return
 			}
-			// Blob file, temperature, timestamps, unique id: not used.
+			// Temperature, timestamps, unique id: not used.
 		}
 		if sub.err != nil {
 			d.fail("file %d: malformed custom field %d", f.FileNum, t)

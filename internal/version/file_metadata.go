@@ -45,6 +45,11 @@ type FileMetadata struct {
 	// RangeDelsKnown false: its count is learned by opening it.
 	NumRangeDeletions uint64
 	RangeDelsKnown    bool
+	// OldestBlobFile is the smallest blob file number among the file's
+	// blob indexes (NewFile4 custom field 4), 0 when it has none. The
+	// Version keeps that blob file while the table is live (see
+	// Version.BlobFiles).
+	OldestBlobFile uint64
 
 	// Compacting is set while a compaction reads the file. Guarded by the
 	// db mutex; it is not recorded in the MANIFEST.

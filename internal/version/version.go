@@ -32,6 +32,10 @@ import (
 // a Version never changes once installed.
 type Version struct {
 	Levels [NumLevels][]*FileMetadata
+	// BlobFiles are the family's live blob files, by number ascending (see
+	// builder.finishBlobs for when one leaves). Never modified once the
+	// Version is built.
+	BlobFiles []*BlobFileMeta
 
 	// sizes caches each level's total file size, filled once by cacheSizes
 	// before the Version is shared (sized then true). A Version built as a
@@ -103,6 +107,9 @@ func (v *Version) AddLiveFileNums(m map[uint64]struct{}) {
 		for _, f := range files {
 			m[f.FileNum] = struct{}{}
 		}
+	}
+	for _, b := range v.BlobFiles {
+		m[b.FileNum] = struct{}{}
 	}
 }
 

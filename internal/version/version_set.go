@@ -556,6 +556,14 @@ func snapshotLayout(fams []SnapshotFamily, st SnapshotState, minLogNumToKeep uin
 				e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: m})
 			}
 		}
+		for _, b := range f.Version.BlobFiles {
+			e.BlobFiles = append(e.BlobFiles, BlobFileAddition{FileNum: b.FileNum, TotalCount: b.TotalCount,
+				TotalBytes: b.TotalBytes, ChecksumMethod: b.ChecksumMethod, ChecksumValue: b.ChecksumValue})
+			if b.GarbageCount > 0 || b.GarbageBytes > 0 {
+				e.BlobGarbage = append(e.BlobGarbage, BlobFileGarbage{FileNum: b.FileNum,
+					GarbageCount: b.GarbageCount, GarbageBytes: b.GarbageBytes})
+			}
+		}
 		edits = append(edits, id, e)
 	}
 	return edits
