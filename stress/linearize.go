@@ -130,6 +130,10 @@ const (
 	linGet
 	linMultiGet
 	linScan
+	// linTxn is a transactional read-modify-write: a transaction reads
+	// slot with GetForUpdate and writes wslot (same group), retried on
+	// ErrConflict; it is one atomic step of the model.
+	linTxn
 )
 
 // linInput is one tracked operation. Slots number the keys of the history:
@@ -145,6 +149,8 @@ type linInput struct {
 	limit   int    // scan: at most this many entries
 	snap    bool   // read through a snapshot taken within the interval
 	how     string // scan: how it was positioned (for descriptions)
+	wslot   int    // Txn: the slot written (val is the version written)
+	txn     db.TransactionOptions
 }
 
 // linKV is one entry a scan returned.
@@ -204,6 +210,12 @@ func linStep(state, input, output interface{}) (bool, interface{}) {
 	s := state.(linState)
 	in := input.(*linInput)
 	switch in.kind {
+	case linTxn:
+		if s[in.slot] != output.(*linOutput).val {
+			return false, s
+		}
+		s[in.wslot] = in.val
+		return true, s
 	case linGet:
 		return s[in.slot] == output.(*linOutput).val, s
 	case linMultiGet:
@@ -237,6 +249,8 @@ func linTouched(in *linInput, out []int) []int {
 	switch in.kind {
 	case linPut, linDelete, linGet:
 		out = append(out, in.slot)
+	case linTxn:
+		out = append(out, in.slot, in.wslot)
 	case linDelRange, linScan:
 		for i := in.lo; i < in.hi; i++ {
 			out = append(out, i)
@@ -297,6 +311,8 @@ func linPartition(history []porcupine.Operation) [][]porcupine.Operation {
 
 func describeLinInput(in *linInput) string {
 	switch in.kind {
+	case linTxn:
+		return fmt.Sprintf("txn(read %d, put %d=v%d, %+v)", in.slot, in.wslot, in.val, in.txn)
 	case linPut:
 		return fmt.Sprintf("put(%d, v%d)", in.slot, in.val)
 	case linDelete:
@@ -479,6 +495,12 @@ func (h *linHistory) genOp(rng *rand.Rand) *linInput {
 			in.slots = append(in.slots, g*h.cfg.GroupKeys+rng.Intn(h.cfg.GroupKeys))
 		}
 		return in
+	case p < 82 && h.txns() != nil:
+		g := rng.Intn(h.cfg.Groups)
+		return &linInput{kind: linTxn, slot: g*h.cfg.GroupKeys + rng.Intn(h.cfg.GroupKeys),
+			wslot: g*h.cfg.GroupKeys + rng.Intn(h.cfg.GroupKeys), val: h.version.Add(1),
+			txn: db.TransactionOptions{Isolation: db.Isolation(rng.Intn(2)), Pessimistic: rng.Intn(2) == 0,
+				LockTimeout: 50 * time.Millisecond}}
 	default:
 		lo, hi := h.randRange(rng, true)
 		return &linInput{kind: linScan, lo: lo, hi: hi, reverse: rng.Intn(2) == 0,
@@ -578,6 +600,15 @@ func (h *linHistory) exec(rng *rand.Rand, client int, in *linInput) (porcupine.O
 		var out *linOutput
 		out, err = h.scan(rng, in, &op)
 		op.Output = out
+	case linTxn:
+		op.Call = h.now()
+		var out *linOutput
+		out, err = h.txnRMW(in)
+		op.Return = h.now()
+		if err == nil && out == nil {
+			return op, errLinSkip // never committed: no effect to check
+		}
+		op.Output = out
 	}
 	if err != nil {
 		return op, errors.Wrapf(err, "client %d: %s", client, describeLinInput(in))
@@ -586,6 +617,57 @@ func (h *linHistory) exec(rng *rand.Rand, client int, in *linInput) (porcupine.O
 		op.Output = (*linOutput)(nil)
 	}
 	return op, nil
+}
+
+// errLinSkip marks an operation that had no effect (a transaction that
+// conflicted on every try): the history leaves it out.
+var errLinSkip = errors.New("stress: operation had no effect")
+
+// linTxnDB is what a KV offers for transactions (*db.DB does; wrappers
+// may not, and then the mode issues none).
+type linTxnDB interface {
+	NewTransaction(opts *db.TransactionOptions) *db.Transaction
+}
+
+func (h *linHistory) txns() linTxnDB {
+	t, _ := h.kv.(linTxnDB)
+	return t
+}
+
+// txnRMW runs in's transaction until it commits, up to a bound; the
+// output is the version it read. nil output: every try conflicted.
+func (h *linHistory) txnRMW(in *linInput) (*linOutput, error) {
+	g, i := in.wslot/h.cfg.GroupKeys, in.wslot%h.cfg.GroupKeys
+	v := Value(g*10+i, in.val, 1)
+	for try := 0; try < 20; try++ {
+		opts := in.txn
+		t := h.txns().NewTransaction(&opts)
+		out := &linOutput{}
+		got, err := t.GetForUpdate(h.keyOf(in.slot))
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			err = nil
+		case err == nil:
+			out.val, err = h.decode(in.slot, got)
+		}
+		if err == nil {
+			err = t.Put(h.keyOf(in.wslot), v)
+		}
+		if err == nil {
+			err = t.Commit()
+		} else {
+			_ = t.Rollback()
+		}
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, db.ErrConflict):
+			continue // a failed Commit or lock wait leaves no trace
+		default:
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // linPause lets other goroutines run between taking a snapshot and reading
@@ -778,6 +860,9 @@ func (h *linHistory) runOne(seed int64) ([]porcupine.Operation, int64, error) {
 			var r result
 			for i := 0; i < h.cfg.OpsPerClient; i++ {
 				op, err := h.exec(crng, c, h.genOp(crng))
+				if errors.Is(err, errLinSkip) {
+					continue
+				}
 				if err != nil {
 					r.err = err
 					break

@@ -173,3 +173,26 @@ func TestLinearizeCatchesInjectedStaleReads(t *testing.T) {
 	require.Contains(t, string(txt), "is not linearizable")
 	require.Contains(t, string(txt), "get(")
 }
+
+// TestLinearizeCheckerTransactions: the model treats a transactional
+// read-modify-write as one atomic step, so a lost update (two transactions
+// in turn both reading the state before the first one's write) is illegal,
+// and the same two reading in turn are legal.
+func TestLinearizeCheckerTransactions(t *testing.T) {
+	first := &linInput{kind: linTxn, slot: 0, wslot: 0, val: 1}
+	second := &linInput{kind: linTxn, slot: 0, wslot: 0, val: 2}
+	lost := []porcupine.Operation{
+		linOp(0, 0, 10, first, &linOutput{val: 0}),
+		linOp(1, 20, 30, second, &linOutput{val: 0}),
+	}
+	res, err := CheckHistory(lost, 10*time.Second, "")
+	require.NoError(t, err)
+	require.Equal(t, porcupine.Illegal, res)
+	ok := []porcupine.Operation{
+		linOp(0, 0, 10, first, &linOutput{val: 0}),
+		linOp(1, 20, 30, second, &linOutput{val: 1}),
+	}
+	res, err = CheckHistory(ok, 10*time.Second, "")
+	require.NoError(t, err)
+	require.Equal(t, porcupine.Ok, res)
+}
