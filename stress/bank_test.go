@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,11 @@ func TestBank(t *testing.T) {
 	d, err := db.Open("/db", &db.Options{FS: fs})
 	require.NoError(t, err)
 	v, err := d.Get(bankAcct(3), nil)
+	n, err := balance(v, err, bankAcct(3))
 	require.NoError(t, err)
-	require.NoError(t, d.Put(bankAcct(3), append(v, '0'), nil))
+	// One more than it holds: appending a digit left a balance of 0 as it
+	// was, and the check rightly passed.
+	require.NoError(t, d.Put(bankAcct(3), []byte(strconv.FormatInt(n+1, 10)), nil))
 	require.NoError(t, d.Close())
 	c.Transfers = 0
 	err = RunBank(c, new(BankStats))
