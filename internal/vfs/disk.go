@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/errors"
 )
@@ -108,7 +109,18 @@ func (diskFS) Lock(name string) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := flock(f); err != nil {
+	err = flock(f)
+	// A child this process forks (os/exec, in any goroutine) holds a copy
+	// of every descriptor until its exec closes them, this lock's of a
+	// handle just closed included, and a flock follows the open file
+	// description: for that moment the lock reads as held by another
+	// process. A few short retries ride it out; a lock another process
+	// really holds is still refused, some 50 ms later.
+	for try := 0; try < 5 && errors.Is(err, ErrLocked); try++ {
+		time.Sleep(time.Duration(try+1) * 3 * time.Millisecond)
+		err = flock(f)
+	}
+	if err != nil {
 		_ = f.Close()
 		if errors.Is(err, ErrLocked) {
 			return nil, errors.Wrapf(err, "lock %s: database is locked by another process", name)
