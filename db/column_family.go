@@ -122,8 +122,9 @@ type ColumnFamilyOptions struct {
 	BlobGarbageCollectionForceThreshold float64
 }
 
-// columnFamilyOptions returns the per-family fields of o.
-func (o *Options) columnFamilyOptions() ColumnFamilyOptions {
+// ColumnFamilyOptions returns the per-family fields of o: what a family
+// created with them gets of the options o gives the default family.
+func (o *Options) ColumnFamilyOptions() ColumnFamilyOptions {
 	return ColumnFamilyOptions{
 		WriteBufferSize:                     o.WriteBufferSize,
 		MaxWriteBufferNumber:                o.MaxWriteBufferNumber,

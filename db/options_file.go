@@ -157,7 +157,7 @@ func (d *DB) reportOptionsFileLocked() {
 // that cannot be built from its recorded name, is an error wrapping
 // ErrInvalidArgument that names the family.
 func (d *DB) familyOptionsFromFile(name string, base Options) (Options, error) {
-	c := base.columnFamilyOptions()
+	c := base.ColumnFamilyOptions()
 	if d.optionsFile == nil {
 		return base, nil
 	}

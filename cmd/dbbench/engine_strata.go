@@ -99,40 +99,8 @@ func dbOptions(c *config) *db.Options {
 // familyOptions returns the per-family fields of o, the options every
 // family gets.
 func familyOptions(o *db.Options) *db.ColumnFamilyOptions {
-	return &db.ColumnFamilyOptions{
-		WriteBufferSize:                  o.WriteBufferSize,
-		MaxWriteBufferNumber:             o.MaxWriteBufferNumber,
-		BloomBitsPerKey:                  o.BloomBitsPerKey,
-		PrefixExtractor:                  o.PrefixExtractor,
-		Compression:                      o.Compression,
-		CompactionStyle:                  o.CompactionStyle,
-		FIFOMaxTableFilesSize:            o.FIFOMaxTableFilesSize,
-		FIFOAllowCompaction:              o.FIFOAllowCompaction,
-		DisableAutoCompactions:           o.DisableAutoCompactions,
-		DisableReadTriggeredCompactions:  o.DisableReadTriggeredCompactions,
-		MergeOperator:                    o.MergeOperator,
-		BlockSize:                        o.BlockSize,
-		IndexType:                        o.IndexType,
-		PartitionFilters:                 o.PartitionFilters,
-		MetadataBlockSize:                o.MetadataBlockSize,
-		Level0FileNumCompactionTrigger:   o.Level0FileNumCompactionTrigger,
-		Level0SlowdownWritesTrigger:      o.Level0SlowdownWritesTrigger,
-		Level0StopWritesTrigger:          o.Level0StopWritesTrigger,
-		TargetFileSizeBase:               o.TargetFileSizeBase,
-		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
-		MaxBytesForLevelMultiplier:       o.MaxBytesForLevelMultiplier,
-		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
-		SoftPendingCompactionBytesLimit:  o.SoftPendingCompactionBytesLimit,
-		HardPendingCompactionBytesLimit:  o.HardPendingCompactionBytesLimit,
-
-		EnableBlobFiles:                     o.EnableBlobFiles,
-		MinBlobSize:                         o.MinBlobSize,
-		BlobFileSize:                        o.BlobFileSize,
-		BlobCompressionType:                 o.BlobCompressionType,
-		EnableBlobGarbageCollection:         o.EnableBlobGarbageCollection,
-		BlobGarbageCollectionAgeCutoff:      o.BlobGarbageCollectionAgeCutoff,
-		BlobGarbageCollectionForceThreshold: o.BlobGarbageCollectionForceThreshold,
-	}
+	c := o.ColumnFamilyOptions()
+	return &c
 }
 
 // benchCompression maps a -compression_type style name to Strata's.
