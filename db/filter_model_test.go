@@ -78,10 +78,18 @@ func runFilterModel(t *testing.T, seed int64, onFlush bool, ttl time.Duration) {
 	// verifyLatest checks the state read at ro (nil: now) against the model
 	// and returns it, key by key.
 	verifyLatest := func(step int, ro *db.ReadOptions) map[string]string {
-		withExpired, plain := db.ReadOptions{IncludeExpired: true}, db.ReadOptions{}
+		// Both scans read at one snapshot: at "now" a background
+		// compaction may filter between them, and the second would
+		// rightly miss what the first saw.
+		sn := (*db.Snapshot)(nil)
 		if ro != nil {
-			withExpired.Snapshot, plain.Snapshot = ro.Snapshot, ro.Snapshot
+			sn = ro.Snapshot
+		} else {
+			sn = d.NewSnapshot()
+			defer sn.Release()
 		}
+		withExpired := db.ReadOptions{IncludeExpired: true, Snapshot: sn}
+		plain := db.ReadOptions{Snapshot: sn}
 		got := map[string]string{}
 		for _, kv := range scan(t, d, &withExpired) {
 			k, v, _ := stringsCut(kv)
