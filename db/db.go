@@ -147,9 +147,9 @@ type DB struct {
 	// catches it (see compactionFault). Atomic: a test may set it while a
 	// compaction begins.
 	testingCompactionFault atomic.Uint32
-	// testingClock, when set (tests only, SetClockForTesting), is the
-	// clock TTL reads instead of time.Now.
-	testingClock atomic.Pointer[func() time.Time]
+	// clock is the clock TTL reads: Options.Clock from Open, nil for
+	// time.Now; tests replace it on an open DB (SetClockForTesting).
+	clock atomic.Pointer[func() time.Time]
 	// testingSubcompactionHook, when set (by tests only), runs as each
 	// key range of a compaction opens its inputs, with the range's lower
 	// bound; an error it returns fails that range.

@@ -122,12 +122,12 @@ func (t *Transaction) TestingLockWaiting() bool {
 	return ok
 }
 
-// SetClockForTesting makes TTL read the time from now instead of
-// time.Now; nil restores the real clock.
+// SetClockForTesting replaces the DB's clock (Options.Clock) while it is
+// open; nil restores time.Now.
 func SetClockForTesting(d *DB, now func() time.Time) {
 	if now == nil {
-		d.testingClock.Store(nil)
+		d.clock.Store(nil)
 		return
 	}
-	d.testingClock.Store(&now)
+	d.clock.Store(&now)
 }

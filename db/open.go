@@ -77,6 +77,10 @@ func Open(dirname string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{dirname: dirname, opts: o, fs: o.FS}
+	if o.Clock != nil {
+		clock := o.Clock
+		d.clock.Store(&clock)
+	}
 	d.mu.cond.L = &d.mu.Mutex
 	d.mu.pendingOutputs = make(map[uint64]struct{})
 	if c, ok := o.ColumnFamilies[DefaultColumnFamilyName]; ok {

@@ -346,6 +346,13 @@ type Options struct {
 	// most 2^31-1; a database must keep its TTL setting on (values written
 	// without the suffix read as ErrCorruption). Default: 0, off.
 	TTL time.Duration
+	// Clock, when set, is the time TTL stamps on the values written and
+	// compares their write times against, in reads and compactions:
+	// RocksDB's Env/SystemClock, which its tests replace. It must not go
+	// backwards (a compaction keeps the time it started with) and is
+	// called concurrently. One per DB: every family with a TTL reads it.
+	// Default: nil, time.Now.
+	Clock func() time.Time
 	// ColumnFamilies gives the options of named column families at Open
 	// (see ColumnFamilyOptions). A family of the database that is not named
 	// gets the options its section of the newest OPTIONS file records; an

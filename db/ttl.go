@@ -26,10 +26,10 @@ const maxTTL = time.Duration(1<<31-1) * time.Second
 // ttlSeconds returns the family's TTL in seconds, 0 for none.
 func (cf *ColumnFamily) ttlSeconds() int64 { return int64(cf.opts.TTL / time.Second) }
 
-// nowUnix is the clock TTL reads: the time in unix seconds, or the test's
-// clock (SetClockForTesting in export_test.go).
+// nowUnix is the clock TTL reads, in unix seconds: Options.Clock, or
+// time.Now without one.
 func (d *DB) nowUnix() int64 {
-	if f := d.testingClock.Load(); f != nil {
+	if f := d.clock.Load(); f != nil {
 		return (*f)().Unix()
 	}
 	return time.Now().Unix()

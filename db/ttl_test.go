@@ -262,3 +262,49 @@ func TestTTLFamilyRefusesTransactions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "v", string(v))
 }
+
+// TestTTL_OptionsClock: Options.Clock is the time TTL stamps on writes and
+// compares against, in reads and compactions, and it is per DB: a second
+// DB on the real clock is not moved by the first one's.
+func TestTTL_OptionsClock(t *testing.T) {
+	var now atomic.Int64
+	now.Store(t0) // years before time.Now: a stamp or a check on the real clock shows
+	clock := func() time.Time { return time.Unix(now.Load(), 0) }
+	d, _ := openTest(t, &db.Options{TTL: 10 * time.Second, DisableAutoCompactions: true, Clock: clock})
+	defer d.Close()
+	other, _ := openTest(t, &db.Options{TTL: 10 * time.Second, DisableAutoCompactions: true})
+	defer other.Close()
+	require.NoError(t, d.Put([]byte("k"), []byte("v"), nil))
+	require.NoError(t, other.Put([]byte("k"), []byte("v"), nil))
+	b := db.NewBatch()
+	b.Put([]byte("b"), []byte("w"))
+	require.NoError(t, d.Write(b, nil))
+
+	now.Store(t0 + 10) // written + TTL is not before now: live
+	for _, k := range []string{"k", "b"} {
+		_, err := getString(t, d, k, nil)
+		require.NoError(t, err, "key %s", k)
+	}
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.CompactRange(nil, nil))
+	v, err := getString(t, d, "k", nil)
+	require.NoError(t, err)
+	require.Equal(t, "v", v)
+
+	now.Store(t0 + 11)
+	for _, k := range []string{"k", "b"} {
+		_, err := getString(t, d, k, nil)
+		require.ErrorIs(t, err, db.ErrNotFound, "key %s: expired on the DB's clock", k)
+		v, err := getString(t, d, k, &db.ReadOptions{IncludeExpired: true})
+		require.NoError(t, err, "key %s", k)
+		require.NotEmpty(t, v)
+	}
+	v, err = getString(t, other, "k", nil)
+	require.NoError(t, err, "the other DB reads the real clock")
+	require.Equal(t, "v", v)
+
+	// A compaction reads the same clock: it drops them.
+	require.NoError(t, d.CompactRange(nil, nil))
+	_, err = getString(t, d, "k", &db.ReadOptions{IncludeExpired: true})
+	require.ErrorIs(t, err, db.ErrNotFound)
+}
