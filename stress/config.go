@@ -66,6 +66,25 @@ type Config struct {
 	Sync           bool
 	DisableWAL     bool
 
+	// Filter runs every family with the stress Filter (in flushes too for
+	// odd seeds), which removes and changes values by their version, and
+	// TTL (whole seconds, 0 = none) runs them under TTL on a clock of the
+	// oracle's (Options.Clock), which ClockStepOneIn moves by 1-3 seconds
+	// with probability 1/N per operation (0 = the default, 50). The oracle
+	// allows for what either may have done (see filter.go). Merges and
+	// ingestion are off with either: the filter's and TTL's effect on
+	// merged values is not modelled, and ingested values carry no write
+	// time.
+	Filter         bool
+	TTL            time.Duration
+	ClockStepOneIn int
+
+	// Compare is the order of keys the DB sorts by (its comparator), nil =
+	// bytes.Compare: every range the oracle checks (iterator bounds and
+	// order, range deletions, compaction and ingestion ranges) is a run of
+	// key indexes in that order (see keyOrder).
+	Compare func(a, b []byte) int
+
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,
 	IterPercent, BatchPercent, MultiGetPercent int
@@ -139,6 +158,14 @@ func (c Config) WithDefaults() Config {
 	def(&c.IterRefreshOneIn, 3)
 	if c.FIFO || c.DisableWAL {
 		c.MergeOneIn, c.SingleDeleteOneIn, c.IngestOneIn = -1, -1, -1
+	}
+	if c.Filter || c.TTL > 0 {
+		c.MergeOneIn, c.IngestOneIn = -1, -1
+	}
+	if c.TTL > 0 {
+		def(&c.ClockStepOneIn, 50)
+	} else {
+		c.ClockStepOneIn = 0
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

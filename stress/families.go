@@ -116,7 +116,7 @@ func (o *Oracle) Forget(lo, hi int) {
 		m.Lock()
 		n := o.states[i].Next
 		o.states[i] = KeyState{Lo: n, Hi: n, LastDel: n, Next: n}
-		o.hist[i], o.histBase[i] = nil, n
+		o.hist[i], o.histTime[i], o.histBase[i] = nil, nil, n
 		m.Unlock()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 )
@@ -104,6 +105,15 @@ type Oracle struct {
 	// Merged values are checked against it; guarded by the stripe locks.
 	hist     [][]byte
 	histBase []uint32
+	// histTime[i][j] is the clock (unix seconds) when version
+	// histBase[i]+1+j of key i began: with TTL, the write time the DB
+	// stamped on it, as the clock only moves with no operation running.
+	histTime [][]uint32
+
+	// clock is the time the DB reads under TTL (Options.Clock), unix
+	// seconds; rules are the run's filter and TTL (see filter.go).
+	clock atomic.Int64
+	rules Rules
 
 	logMu sync.Mutex
 	log   *os.File // nil: not persisted
@@ -115,7 +125,7 @@ const oracleStripes = 64
 // NewOracle returns an oracle of n keys, all never written.
 func NewOracle(n int) *Oracle {
 	return &Oracle{keyLocks: make([]sync.Mutex, n), mu: make([]sync.Mutex, oracleStripes), states: make([]KeyState, n),
-		hist: make([][]byte, n), histBase: make([]uint32, n)}
+		hist: make([][]byte, n), histBase: make([]uint32, n), histTime: make([][]uint32, n)}
 }
 
 // N is the number of keys.
@@ -211,8 +221,9 @@ func (o *Oracle) histAt(i int, v uint32) (e byte, ok bool) {
 	return o.hist[i][v-b-1], true
 }
 
-// setHist appends version v's entry to key i's history (stripe lock held).
-func (o *Oracle) setHist(i int, v uint32, e byte) {
+// setHist appends version v's entry, begun at time tm, to key i's history
+// (stripe lock held).
+func (o *Oracle) setHist(i int, v uint32, e byte, tm uint32) {
 	b := o.histBase[i]
 	if len(o.hist[i]) == 0 && b == 0 && v > 1 {
 		b = v - 1
@@ -220,11 +231,14 @@ func (o *Oracle) setHist(i int, v uint32, e byte) {
 	}
 	for uint32(len(o.hist[i]))+b < v-1 {
 		o.hist[i] = append(o.hist[i], histPut) // a gap: unknown, unacknowledged
+		o.histTime[i] = append(o.histTime[i], 0)
 	}
 	if uint32(len(o.hist[i]))+b == v-1 {
 		o.hist[i] = append(o.hist[i], e)
+		o.histTime[i] = append(o.histTime[i], tm)
 	} else if v > b {
 		o.hist[i][v-b-1] = e
+		o.histTime[i][v-b-1] = tm
 	}
 }
 
@@ -245,6 +259,7 @@ func (o *Oracle) prune(i int) {
 				j--
 			}
 			o.hist[i] = append([]byte(nil), h[j:]...)
+			o.histTime[i] = append([]uint32(nil), o.histTime[i][j:]...)
 			o.histBase[i] += uint32(j)
 			return
 		}
@@ -337,6 +352,7 @@ func (o *Oracle) CheckMerged(i int, pre, post KeyState, value []byte, mult int) 
 // intent when the oracle is persisted. The caller holds the keys' locks.
 // It returns the operation's id for Commit/Fail.
 func (o *Oracle) Begin(ws []Write) (uint32, error) {
+	now := uint32(o.clock.Load())
 	for j := range ws {
 		w := &ws[j]
 		m := &o.mu[w.Key%oracleStripes]
@@ -348,7 +364,7 @@ func (o *Oracle) Begin(ws []Write) (uint32, error) {
 		if w.Del {
 			s.LastDel = s.Next
 		}
-		o.setHist(w.Key, w.Version, w.histKind())
+		o.setHist(w.Key, w.Version, w.histKind(), now)
 		m.Unlock()
 	}
 	if o.log == nil {
@@ -359,7 +375,7 @@ func (o *Oracle) Begin(ws []Write) (uint32, error) {
 	o.opID++
 	buf := make([]byte, 0, len(ws)*recordLen)
 	for _, w := range ws {
-		buf = appendRecord(buf, record{kind: recIntent, flags: w.flags(), key: uint32(w.Key), a: w.Version, b: o.opID})
+		buf = appendRecord(buf, record{kind: recIntent, flags: w.flags(), key: uint32(w.Key), a: w.Version, b: o.opID, c: now})
 	}
 	_, err := o.log.Write(buf)
 	return o.opID, err
@@ -436,11 +452,12 @@ func (o *Oracle) Resolve(i int, found bool, v uint32) {
 const recordLen = 24
 
 const (
-	recIntent     byte = 'I' // key, a=version, b=op, del
+	recIntent     byte = 'I' // key, a=version, b=op, c=clock
+	recClock      byte = 'T' // a=clock (TTL runs: the clock moved)
 	recAck        byte = 'A' // b=op
 	recFail       byte = 'F' // b=op
 	recCheckpoint byte = 'S' // key, a=Lo, b=Hi, c=LastDel, d=Next
-	recHistory    byte = 'H' // key, a=version, flags=history entry (after the key's 'S')
+	recHistory    byte = 'H' // key, a=version, flags=history entry, c=clock (after the key's 'S')
 )
 
 type record struct {
@@ -493,12 +510,12 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 		switch r.kind {
 		case recCheckpoint:
 			o.states[r.key] = KeyState{Lo: r.a, Hi: r.b, LastDel: r.c, Next: r.d}
-			o.hist[r.key], o.histBase[r.key] = nil, r.d
+			o.hist[r.key], o.histTime[r.key], o.histBase[r.key] = nil, nil, r.d
 		case recHistory:
 			if len(o.hist[r.key]) == 0 {
 				o.histBase[r.key] = r.a - 1
 			}
-			o.setHist(int(r.key), r.a, r.flags)
+			o.setHist(int(r.key), r.a, r.flags, r.c)
 		case recIntent:
 			f := pending[r.b]
 			if f == nil {
@@ -517,7 +534,10 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 			if w.Del {
 				s.LastDel = r.a
 			}
-			o.setHist(w.Key, w.Version, w.histKind())
+			o.setHist(w.Key, w.Version, w.histKind(), r.c)
+			o.clock.Store(max(o.clock.Load(), int64(r.c)))
+		case recClock:
+			o.clock.Store(max(o.clock.Load(), int64(r.a)))
 		case recAck, recFail:
 			f := pending[r.b]
 			if f == nil {
@@ -555,7 +575,7 @@ func LoadOracle(path string, n int) (*Oracle, []InFlight, error) {
 // temporary file and a rename) and keeps it open to append every later
 // write's intent and outcome.
 func (o *Oracle) Persist(path string) error {
-	var buf []byte
+	buf := appendRecord(nil, record{kind: recClock, a: uint32(o.clock.Load())})
 	for i := range o.states {
 		m := &o.mu[i%oracleStripes]
 		m.Lock()
@@ -563,7 +583,7 @@ func (o *Oracle) Persist(path string) error {
 		buf = appendRecord(buf, record{kind: recCheckpoint, key: uint32(i), a: s.Lo, b: s.Hi, c: s.LastDel, d: s.Next})
 		o.prune(i)
 		for j, e := range o.hist[i] {
-			buf = appendRecord(buf, record{kind: recHistory, key: uint32(i), a: o.histBase[i] + 1 + uint32(j), flags: e})
+			buf = appendRecord(buf, record{kind: recHistory, key: uint32(i), a: o.histBase[i] + 1 + uint32(j), flags: e, c: o.histTime[i][j]})
 		}
 		m.Unlock()
 	}

@@ -28,6 +28,7 @@ type Stats struct {
 	Swaps, Reopens, Errors, Images atomic.Int64
 	Merges, SingleDeletes, Ingests, Checkpoints, Refreshes atomic.Int64
 	CrossBatches, Churns                                   atomic.Int64
+	ClockSteps                                             atomic.Int64
 }
 
 func (s *Stats) String() string {
@@ -36,7 +37,7 @@ func (s *Stats) String() string {
 		s.Compactions.Load(), s.SetOptions.Load(), s.Swaps.Load(), s.Reopens.Load(), s.Errors.Load(), s.Images.Load()) +
 		fmt.Sprintf(" merges=%d single_deletes=%d ingests=%d checkpoints=%d refreshes=%d",
 			s.Merges.Load(), s.SingleDeletes.Load(), s.Ingests.Load(), s.Checkpoints.Load(), s.Refreshes.Load()) +
-		fmt.Sprintf(" cross_family_batches=%d cf_churns=%d", s.CrossBatches.Load(), s.Churns.Load())
+		fmt.Sprintf(" cross_family_batches=%d cf_churns=%d clock_steps=%d", s.CrossBatches.Load(), s.Churns.Load(), s.ClockSteps.Load())
 }
 
 // Runner drives one stress run.
@@ -121,6 +122,13 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		DisableCacheIndexAndFilterBlocksWithHighPriority: r.cfg.DisableCacheIndexAndFilterBlocksWithHighPriority,
 		HighPriPoolRatio:                                 r.cfg.HighPriPoolRatio,
 		BlockCacheSize:                                   r.cfg.BlockCacheSize,
+		TTL:                                              r.cfg.TTL,
+	}
+	if r.cfg.Filter {
+		o.CompactionFilter = Filter{OnFlush: r.cfg.Seed%2 != 0}
+	}
+	if r.cfg.TTL > 0 {
+		o.Clock = r.oracle.Now
 	}
 	if r.cfg.Subcompactions > 1 {
 		// A compaction is split into at most one range per 80% of the
@@ -180,6 +188,8 @@ func (r *Runner) cfOptions(o *db.Options, ext string) (*db.ColumnFamilyOptions, 
 		MaxBytesForLevelBase:             o.MaxBytesForLevelBase,
 		TargetFileSizeBase:               o.TargetFileSizeBase,
 		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
+		CompactionFilter:                 o.CompactionFilter,
+		TTL:                              o.TTL,
 
 		EnableBlobFiles:                     o.EnableBlobFiles,
 		MinBlobSize:                         o.MinBlobSize,
@@ -248,6 +258,7 @@ func (r *Runner) Run() error {
 	} else {
 		r.oracle = NewOracle(cfg.MaxKey * cfg.ColumnFamilies)
 	}
+	r.oracle.SetRules(Rules{Filter: cfg.Filter, TTL: int64(cfg.TTL / time.Second)})
 	if cfg.FaultOneIn > 0 {
 		r.faults = newFaultInjector(cfg.FS, cfg.Seed, cfg.FaultOneIn)
 	}
@@ -359,7 +370,9 @@ func (r *Runner) verifyAll(inflight []InFlight) error {
 			return errors.Wrapf(err, "verify: get %s", Key(i))
 		default:
 			found[i] = true
-			if vs, _ := DecodeValues(i, v, r.cfg.ValueSizeMult); len(vs) > 0 {
+			if r.oracle.rules.on() {
+				vers[i], _, _ = decodeFiltered(i, v, r.cfg.ValueSizeMult)
+			} else if vs, _ := DecodeValues(i, v, r.cfg.ValueSizeMult); len(vs) > 0 {
 				vers[i] = vs[len(vs)-1]
 			}
 		}
@@ -367,7 +380,7 @@ func (r *Runner) verifyAll(inflight []InFlight) error {
 			// Only structural checks: a present value must be one that was
 			// written for this key.
 			if found[i] {
-				if _, err := DecodeValue(i, v, r.cfg.ValueSizeMult); err != nil || vers[i] > s.Next {
+				if _, _, err := decodeFiltered(i, v, r.cfg.ValueSizeMult); err != nil || vers[i] > s.Next {
 					return errors.Newf("verify (disable_wal): key %s: bad value (version %d, highest written %d): %v", Key(i), vers[i], s.Next, err)
 				}
 			}
@@ -379,12 +392,19 @@ func (r *Runner) verifyAll(inflight []InFlight) error {
 	}
 	if !r.cfg.DisableWAL {
 		for _, f := range inflight {
-			if err := checkAtomic(f, found, vers); err != nil {
+			if err := checkAtomic(f, found, vers, r.oracle.rules.on()); err != nil {
 				return err
 			}
 		}
 	}
 	for i := 0; i < n; i++ {
+		if !found[i] && !r.cfg.DisableWAL {
+			if s := r.oracle.State(i); !MayBeAbsent(s, s) {
+				// Absent by the filter or TTL, which leave the state as
+				// it is (a delete at LastDel would allow older versions).
+				continue
+			}
+		}
 		// With DisableWAL a crash may lose writes: what was read becomes
 		// the expected state either way.
 		r.oracle.Resolve(i, found[i], vers[i])
@@ -400,7 +420,9 @@ func (r *Runner) check(i int, pre, post KeyState, found bool, value []byte, mult
 		return nil
 	}
 	var err error
-	if !found || r.cfg.FIFO {
+	if r.oracle.rules.on() {
+		err = r.oracle.CheckFiltered(i, pre, post, found, value, mult, false)
+	} else if !found || r.cfg.FIFO {
 		err = CheckRead(i, pre, post, found, value, mult)
 	} else {
 		err = r.oracle.CheckMerged(i, pre, post, value, mult)
@@ -413,7 +435,9 @@ func (r *Runner) check(i int, pre, post KeyState, found bool, value []byte, mult
 
 // checkAtomic checks that a write that was in flight at a crash is applied
 // to all its keys or to none.
-func checkAtomic(f InFlight, found []bool, vers []uint32) error {
+// Under a filter or TTL an absent key tells nothing (its put may have
+// been removed or have expired).
+func checkAtomic(f InFlight, found []bool, vers []uint32, filtered bool) error {
 	if len(f.Writes) < 2 {
 		return nil
 	}
@@ -424,6 +448,7 @@ func checkAtomic(f InFlight, found []bool, vers []uint32) error {
 		switch {
 		case !w.Del && found[w.Key] && vers[w.Key] == w.Version:
 			a, known = true, true
+		case filtered && !found[w.Key]:
 		case !w.Del:
 			a, known = false, true
 		case w.Del && found[w.Key]:
@@ -458,6 +483,7 @@ type heldSnapshot struct {
 	fam, slotGen int
 	lo, hi       int // key indexes, in family fam
 	states       []KeyState
+	seen         []snapRead // under a filter or TTL: what it read when taken
 }
 
 // setFam makes f the family of the operation.
@@ -526,6 +552,9 @@ func (t *thread) op() {
 		return
 	case t.oneIn(cfg.CrashImageOneIn):
 		t.crashImage()
+		return
+	case t.oneIn(cfg.ClockStepOneIn):
+		t.advanceClock()
 		return
 	}
 	r.mu.RLock()
@@ -880,7 +909,16 @@ func (t *thread) takeSnapshot() {
 	states := r.oracle.States(lo, hi)
 	r.oracle.UnlockKeys(keys)
 	r.Stats.Snapshots.Add(1)
-	t.snaps = append(t.snaps, heldSnapshot{snap: s, gen: r.dbGen, fam: t.fam, slotGen: r.slotGen[t.fam], lo: lo, hi: hi, states: states})
+	h := heldSnapshot{snap: s, gen: r.dbGen, fam: t.fam, slotGen: r.slotGen[t.fam], lo: lo, hi: hi, states: states}
+	if r.oracle.rules.on() {
+		seen, ok := t.snapshotReads(s, lo, hi, states)
+		if !ok {
+			s.Release()
+			return
+		}
+		h.seen = seen
+	}
+	t.snaps = append(t.snaps, h)
 }
 
 // checkSnapshot reads the keys of the oldest held snapshot through it, by
@@ -899,6 +937,10 @@ func (t *thread) checkSnapshot() {
 	}
 	defer t.setFam(t.fam)
 	t.setFam(h.fam)
+	if h.seen != nil {
+		t.checkSnapshotExact(h)
+		return
+	}
 	ro := &db.ReadOptions{Snapshot: h.snap}
 	if t.rng.Intn(2) == 0 {
 		for i := h.lo; i < h.hi; i++ {
@@ -1007,7 +1049,7 @@ func (t *thread) checkIter(it *db.Iterator, fwd bool, lo, hi int, pre, post []Ke
 	}
 	absent := func(a, b int) error {
 		for i := a; i < b; i++ {
-			if !r.cfg.FIFO && !MayBeAbsent(pre[i-lo], post[i-lo]) {
+			if !r.cfg.FIFO && !r.oracle.AbsentOK(i, pre[i-lo], post[i-lo]) {
 				return errors.Newf("key %s skipped, expected version %s", Key(i), expectDesc(pre[i-lo], post[i-lo]))
 			}
 		}

@@ -1,0 +1,77 @@
+package stress
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestStressFilterTTL is the short stress run with the stress Filter and
+// TTL on the oracle's clock: reads, iterators, snapshots, reopens and
+// checkpoints are checked under both.
+func TestStressFilterTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		filter bool
+		ttl    time.Duration
+	}{{"filter", true, 0}, {"ttl", false, 5 * time.Second}, {"filter+ttl", true, 5 * time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := memConfig(t)
+			c.Filter, c.TTL, c.OpsPerThread = tc.filter, tc.ttl, 1000*scale()
+			c.CompactRangeOneIn, c.ClockStepOneIn = 100, 40
+			r := runStress(t, c)
+			require.Positive(t, r.Stats.Snapshots.Load())
+			require.Positive(t, r.Stats.Compactions.Load())
+			if tc.ttl > 0 {
+				require.Positive(t, r.Stats.ClockSteps.Load())
+			}
+		})
+	}
+}
+
+// TestCheckFiltered pins the oracle's rules under the filter and TTL.
+func TestCheckFiltered(t *testing.T) {
+	const i = 5
+	o := NewOracle(10)
+	o.SetRules(Rules{Filter: true, TTL: 10})
+	write := func(del bool) KeyState {
+		ws := []Write{{Key: i, Del: del}}
+		op, err := o.Begin(ws)
+		require.NoError(t, err)
+		require.NoError(t, o.Commit(op, ws))
+		return o.State(i)
+	}
+	changed := func(v uint32) []byte {
+		b := Value(i, v, 1)
+		b[0] |= changedBit
+		return b
+	}
+	for v := uint32(1); v <= 4; v++ {
+		write(false)
+	}
+	s4 := o.State(i) // version 4: kept
+	require.NoError(t, o.CheckFiltered(i, s4, s4, true, Value(i, 4, 1), 1, false))
+	require.Error(t, o.CheckFiltered(i, s4, s4, true, changed(4), 1, false), "the filter keeps version 4")
+	require.Error(t, o.CheckFiltered(i, s4, s4, false, nil, 1, false), "version 4 is neither removed nor expired")
+	s5 := write(false) // version 5: removed
+	require.NoError(t, o.CheckFiltered(i, s5, s5, false, nil, 1, false))
+	require.NoError(t, o.CheckFiltered(i, s5, s5, true, Value(i, 5, 1), 1, false), "not compacted yet")
+	s6 := write(false) // version 6: changed
+	require.NoError(t, o.CheckFiltered(i, s6, s6, true, changed(6), 1, false))
+	require.NoError(t, o.CheckFiltered(i, s6, s6, true, Value(i, 6, 1), 1, false))
+	require.Error(t, o.CheckFiltered(i, s6, s6, false, nil, 1, false))
+	require.Error(t, o.CheckFiltered(i, s6, s6, true, Value(i, 5, 1), 1, false), "an overwritten version")
+
+	require.NoError(t, o.Advance(10)) // written at the epoch, live until epoch+10
+	require.NoError(t, o.CheckFiltered(i, s6, s6, true, changed(6), 1, false))
+	require.NoError(t, o.Advance(1))
+	require.Error(t, o.CheckFiltered(i, s6, s6, true, changed(6), 1, false), "expired")
+	require.NoError(t, o.CheckFiltered(i, s6, s6, true, changed(6), 1, true), "expired, asked for")
+	require.NoError(t, o.CheckFiltered(i, s6, s6, false, nil, 1, false), "expired")
+	s7 := write(false) // version 7, written now: kept and live
+	require.Error(t, o.CheckFiltered(i, s7, s7, false, nil, 1, false))
+	s8 := write(true)
+	require.NoError(t, o.CheckFiltered(i, s8, s8, false, nil, 1, false))
+	require.Error(t, o.CheckFiltered(i, s8, s8, true, Value(i, 7, 1), 1, false))
+}
