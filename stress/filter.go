@@ -200,25 +200,26 @@ type snapRead struct {
 	value []byte
 }
 
-// snapshotReads reads keys [lo, hi) of the operation's family through s
+// snapshotReads reads positions [lo, hi) of the operation's family through s
 // with IncludeExpired, checks each against states, and returns them: what
 // the snapshot must read from then on.
 func (t *thread) snapshotReads(s *db.Snapshot, lo, hi int, states []KeyState) ([]snapRead, bool) {
 	r := t.r
 	out := make([]snapRead, hi-lo)
 	ro := &db.ReadOptions{Snapshot: s, IncludeExpired: true}
-	for i := lo; i < hi; i++ {
+	for p := lo; p < hi; p++ {
+		i := t.at(p)
 		v, err := t.cf().Get(t.k(i), ro)
 		found, ok := t.readErr("snapshot get when taken", i, err)
 		if !ok {
 			return nil, false
 		}
-		st := states[i-lo]
+		st := states[p-lo]
 		if err := r.oracle.CheckFiltered(i, st, st, found, v, r.cfg.ValueSizeMult, true); err != nil {
-			r.fail(errors.Wrapf(err, "get at snapshot of [%s, %s) when taken: %s", Key(lo), Key(hi), r.oracle.HistoryString(i)))
+			r.fail(errors.Wrapf(err, "get at snapshot of [%s, %s) when taken: %s", t.bk(lo), t.bk(hi), r.oracle.HistoryString(i)))
 			return nil, false
 		}
-		out[i-lo] = snapRead{found: found, value: v}
+		out[p-lo] = snapRead{found: found, value: v}
 	}
 	return out, true
 }
@@ -233,11 +234,11 @@ func (t *thread) checkSnapshotExact(h heldSnapshot) {
 	want := make([]snapRead, len(h.seen))
 	for j, s := range h.seen {
 		want[j] = s
-		if s.found && !inc {
-			v, _, _ := decodeFiltered(h.lo+j, s.value, r.cfg.ValueSizeMult)
-			m := &r.oracle.mu[(h.lo+j)%oracleStripes]
+		if i := t.at(h.lo + j); s.found && !inc {
+			v, _, _ := decodeFiltered(i, s.value, r.cfg.ValueSizeMult)
+			m := &r.oracle.mu[i%oracleStripes]
 			m.Lock()
-			exp := r.oracle.expired(h.lo+j, v)
+			exp := r.oracle.expired(i, v)
 			m.Unlock()
 			if exp {
 				want[j] = snapRead{}
@@ -246,34 +247,41 @@ func (t *thread) checkSnapshotExact(h heldSnapshot) {
 	}
 	ro := &db.ReadOptions{Snapshot: h.snap, IncludeExpired: inc}
 	what := func(how string, i int) string {
-		return how + " at snapshot of [" + string(Key(h.lo)) + ", " + string(Key(h.hi)) + "), key " + string(Key(i)) +
+		return how + " at snapshot of [" + string(t.bk(h.lo)) + ", " + string(t.bk(h.hi)) + "), key " + string(Key(i)) +
 			", include_expired=" + strconv.FormatBool(inc) + ": " + r.oracle.HistoryString(i)
 	}
 	if t.rng.Intn(2) == 0 {
-		for i := h.lo; i < h.hi; i++ {
+		for p := h.lo; p < h.hi; p++ {
+			i := t.at(p)
 			v, err := t.cf().Get(t.k(i), ro)
 			found, ok := t.readErr("snapshot get", i, err)
 			if !ok {
 				return
 			}
-			if w := want[i-h.lo]; found != w.found || !bytes.Equal(v, w.value) {
-				r.fail(errors.Newf("%s: read found=%v %q, want found=%v %q (taken: %v)", what("get", i), found, truncate(v), w.found, truncate(w.value), h.seen[i-h.lo].found))
+			if w := want[p-h.lo]; found != w.found || !bytes.Equal(v, w.value) {
+				r.fail(errors.Newf("%s: read found=%v %q, want found=%v %q (taken: %v)", what("get", i), found, truncate(v), w.found, truncate(w.value), h.seen[p-h.lo].found))
 				return
 			}
 		}
 		return
 	}
-	ro.LowerBound, ro.UpperBound = t.k(h.lo), t.k(h.hi)
+	ro.LowerBound, ro.UpperBound = t.bk(h.lo), t.bk(h.hi)
 	it := t.cf().NewIterator(ro)
 	defer it.Close()
 	got := make([]snapRead, len(want))
+	last := h.lo - 1
 	for it.SeekToFirst(); it.Valid(); it.Next() {
-		i, err := KeyIndex(it.Key())
-		if err != nil || i+t.base < h.lo || i+t.base >= h.hi {
-			r.fail(errors.Newf("iterate at snapshot of [%s, %s): key %q out of bounds", Key(h.lo), Key(h.hi), it.Key()))
+		ki, err := KeyIndex(it.Key())
+		p := 0
+		if err == nil && ki < r.cfg.MaxKey {
+			p = t.pos(t.base + ki)
+		}
+		if err != nil || ki >= r.cfg.MaxKey || p <= last || p >= h.hi {
+			r.fail(errors.Newf("iterate at snapshot of [%s, %s): key %q out of bounds or order", t.bk(h.lo), t.bk(h.hi), it.Key()))
 			return
 		}
-		got[i+t.base-h.lo] = snapRead{found: true, value: append([]byte(nil), it.Value()...)}
+		last = p
+		got[p-h.lo] = snapRead{found: true, value: append([]byte(nil), it.Value()...)}
 	}
 	if err := it.Err(); err != nil {
 		t.expectOK("iterate at snapshot", err)
@@ -281,7 +289,7 @@ func (t *thread) checkSnapshotExact(h heldSnapshot) {
 	}
 	for j := range want {
 		if got[j].found != want[j].found || !bytes.Equal(got[j].value, want[j].value) {
-			r.fail(errors.Newf("%s: read found=%v %q, want found=%v %q (taken: %v)", what("iterate", h.lo+j), got[j].found, truncate(got[j].value), want[j].found, truncate(want[j].value), h.seen[j].found))
+			r.fail(errors.Newf("%s: read found=%v %q, want found=%v %q (taken: %v)", what("iterate", t.at(h.lo+j)), got[j].found, truncate(got[j].value), want[j].found, truncate(want[j].value), h.seen[j].found))
 			return
 		}
 	}

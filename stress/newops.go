@@ -3,7 +3,6 @@ package stress
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
@@ -60,22 +59,23 @@ func (r *Runner) fs() vfs.FS {
 // when it returns, uncertain if it fails.
 func (t *thread) ingest() {
 	r := t.r
-	lo := t.key()
+	lo := t.key() // positions (see keyOrder)
 	hi := min(lo+1+t.rng.Intn(32), t.end())
-	keys := make([]int, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		keys = append(keys, i)
-	}
+	keys := r.order.sortedIndexes(t.base, lo-t.base, hi-t.base)
 	// An optional range deletion [da, db) of keys with no point entry.
 	da, dbEnd := lo, lo
 	if t.rng.Intn(3) == 0 {
 		da = lo + t.rng.Intn(hi-lo)
 		dbEnd = da + 1 + t.rng.Intn(hi-da)
+		if t.bk(dbEnd) == nil {
+			dbEnd-- // no key bounds it under this order
+		}
 	}
+	// ws in key order, as the external file wants them.
 	var ws []Write
-	for _, k := range keys {
-		switch {
-		case k >= da && k < dbEnd:
+	for p := lo; p < hi; p++ {
+		switch k := t.at(p); {
+		case p >= da && p < dbEnd:
 			ws = append(ws, Write{Key: k, Del: true})
 		case t.rng.Intn(2) == 0:
 		default:
@@ -83,9 +83,8 @@ func (t *thread) ingest() {
 		}
 	}
 	if len(ws) == 0 {
-		ws = append(ws, Write{Key: lo})
+		ws = append(ws, Write{Key: t.at(lo)})
 	}
-	sort.Slice(ws, func(a, b int) bool { return ws[a].Key < ws[b].Key })
 	r.oracle.LockKeys(keys)
 	defer r.oracle.UnlockKeys(keys)
 	r.Stats.Ingests.Add(1)
@@ -93,7 +92,7 @@ func (t *thread) ingest() {
 	dir := r.cfg.Dir + ".ext"
 	path := filepath.Join(dir, fmt.Sprintf("t%d-%d.sst", t.id, r.Stats.Ops.Load()))
 	move := t.rng.Intn(2) == 0
-	what := fmt.Sprintf("ingest [%s, %s) (%d writes, range deletion [%d, %d), move=%v)", t.k(lo), t.k(hi), len(ws), da, dbEnd, move)
+	what := fmt.Sprintf("ingest [%s, %s) (%d writes, range deletion at positions [%d, %d), move=%v)", t.bk(lo), t.bk(hi), len(ws), da, dbEnd, move)
 	t.writeLocked(what, ws, func() error {
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -105,8 +104,8 @@ func (t *thread) ingest() {
 		defer fs.Remove(path) // gone already after a moved ingestion
 		x := table.NewExternalWriter(f, table.ExternalWriterOptions{BloomBitsPerKey: r.cfg.BloomBits})
 		for _, w := range ws {
-			switch {
-			case w.Key >= da && w.Key < dbEnd:
+			switch p := t.pos(w.Key); {
+			case p >= da && p < dbEnd:
 			case w.Del:
 				err = x.Delete(t.k(w.Key))
 			default:
@@ -118,7 +117,7 @@ func (t *thread) ingest() {
 			}
 		}
 		if dbEnd > da {
-			if err := x.DeleteRange(t.k(da), t.k(dbEnd)); err != nil {
+			if err := x.DeleteRange(t.bk(da), t.bk(dbEnd)); err != nil {
 				f.Close()
 				return err
 			}
@@ -203,22 +202,22 @@ func (t *thread) checkpoint() {
 func (t *thread) iterRefresh(ro *db.ReadOptions, lo, hi int, fwd bool) {
 	r := t.r
 	r.Stats.Refreshes.Add(1)
-	pre := r.oracle.States(lo, hi)
+	pre := t.statesAt(lo, hi)
 	it := t.cf().NewIterator(ro)
 	defer it.Close()
-	post := r.oracle.States(lo, hi)
+	post := t.statesAt(lo, hi)
 	what := fmt.Sprintf("refresh iterator (thread %d, family %s, extractor %q, bounds [%d,%d), total_order_seek=%v)", t.id, r.names[t.fam], t.ext(), lo, hi, ro.TotalOrderSeek)
 	t.checkIter(it, fwd, lo, hi, pre, post, what, false, 0)
 	for round := 0; round < 1+t.rng.Intn(3) && !r.failed.Load(); round++ {
 		lo2 := lo + t.rng.Intn(hi-lo)
 		hi2 := lo2 + 1 + t.rng.Intn(hi-lo2)
 		refresh := t.rng.Intn(2) == 0
-		it.SetBounds(t.k(lo2), t.k(hi2))
+		it.SetBounds(t.bk(lo2), t.bk(hi2))
 		pre2, post2 := pre[lo2-lo:hi2-lo], post[lo2-lo:hi2-lo]
 		if refresh {
-			pre2 = r.oracle.States(lo2, hi2)
+			pre2 = t.statesAt(lo2, hi2)
 			err := it.Refresh()
-			post2 = r.oracle.States(lo2, hi2)
+			post2 = t.statesAt(lo2, hi2)
 			if !t.expectOK(what+": refresh", err) {
 				return
 			}

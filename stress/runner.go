@@ -65,6 +65,10 @@ type Runner struct {
 	slotGen  []int
 	nextName int
 
+	// order is the DB's key order over each family's key indexes
+	// (Config.Compare).
+	order keyOrder
+
 	failOnce sync.Once
 	failErr  error
 	failed   atomic.Bool
@@ -75,7 +79,7 @@ type Runner struct {
 // NewRunner prepares a run; Run opens the DB.
 func NewRunner(cfg Config) *Runner {
 	cfg = cfg.WithDefaults()
-	r := &Runner{cfg: cfg}
+	r := &Runner{cfg: cfg, order: newKeyOrder(cfg.MaxKey, cfg.Compare)}
 	if cfg.PrefixSize > 0 {
 		r.ext = "fixed:" + strconv.Itoa(cfg.PrefixSize)
 	}
@@ -481,7 +485,7 @@ type heldSnapshot struct {
 	snap         *db.Snapshot
 	gen          int
 	fam, slotGen int
-	lo, hi       int // key indexes, in family fam
+	lo, hi       int // positions, in family fam
 	states       []KeyState
 	seen         []snapRead // under a filter or TTL: what it read when taken
 }
@@ -492,9 +496,27 @@ func (t *thread) setFam(f int) { t.fam, t.base = f, f*t.r.cfg.MaxKey }
 // cf is the operation's family (r.mu held).
 func (t *thread) cf() *db.ColumnFamily { return t.r.cfs[t.fam] }
 
-// k is the key of key index i, in the operation's family; i may be one
-// past its last index (an exclusive bound).
+// k is the key of key index i, in the operation's family.
 func (t *thread) k(i int) []byte { return Key(i - t.base) }
+
+// Positions: p in [base, base+MaxKey] is a place in the operation's
+// family in the DB's key order (see keyOrder); at gives the key index
+// there, pos the position of an index, bk the key bounding a range at p
+// (p may be one past the last: nil, no bound, under a non-bytewise order).
+func (t *thread) at(p int) int  { return t.base + t.r.order.at(p-t.base) }
+func (t *thread) pos(i int) int { return t.base + t.r.order.posOf(i-t.base) }
+func (t *thread) bk(p int) []byte {
+	return t.r.order.bound(p-t.base, t.r.cfg.MaxKey)
+}
+
+// statesAt returns the oracle's states of positions [lo, hi).
+func (t *thread) statesAt(lo, hi int) []KeyState {
+	out := make([]KeyState, 0, hi-lo)
+	for p := lo; p < hi; p++ {
+		out = append(out, t.r.oracle.State(t.at(p)))
+	}
+	return out
+}
 
 // ext is the extractor of the operation's family.
 func (t *thread) ext() string {
@@ -678,13 +700,19 @@ func (t *thread) del() {
 }
 
 func (t *thread) delRange() {
-	s := t.key()
+	s := t.key() // a position
 	e := min(s+1+t.rng.Intn(8), t.end())
+	if t.bk(e) == nil {
+		// No key bounds the end under this order: stop before the last.
+		if e--; e == s {
+			return
+		}
+	}
 	var ws []Write
-	for i := s; i < e; i++ {
+	for _, i := range t.r.order.sortedIndexes(t.base, s-t.base, e-t.base) {
 		ws = append(ws, Write{Key: i, Del: true})
 	}
-	t.write("delete range", ws, func() error { return t.cf().DeleteRange(t.k(s), t.k(e), t.wo()) })
+	t.write("delete range", ws, func() error { return t.cf().DeleteRange(t.bk(s), t.bk(e), t.wo()) })
 }
 
 func (t *thread) batch() {
@@ -789,9 +817,9 @@ func (t *thread) compactRange() {
 		t.expectOK("compact range (all)", t.cf().CompactRange(nil, nil))
 		return
 	}
-	s := t.key()
+	s := t.key() // positions
 	e := min(s+1+t.rng.Intn(r.cfg.MaxKey/4+1), t.end())
-	t.expectOK(fmt.Sprintf("compact range [%s, %s) of %s", t.k(s), t.k(e), r.names[t.fam]), t.cf().CompactRange(t.k(s), t.k(e)))
+	t.expectOK(fmt.Sprintf("compact range [%s, %s) of %s", t.bk(s), t.bk(e), r.names[t.fam]), t.cf().CompactRange(t.bk(s), t.bk(e)))
 }
 
 func (t *thread) setOptions() {
@@ -898,15 +926,12 @@ func (t *thread) takeSnapshot() {
 	if len(t.snaps) >= 3 {
 		t.checkSnapshot()
 	}
-	lo := t.key()
+	lo := t.key() // positions
 	hi := min(lo+1+t.rng.Intn(16), t.end())
-	keys := make([]int, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		keys = append(keys, i)
-	}
+	keys := r.order.sortedIndexes(t.base, lo-t.base, hi-t.base)
 	r.oracle.LockKeys(keys)
 	s := r.d.NewSnapshot()
-	states := r.oracle.States(lo, hi)
+	states := t.statesAt(lo, hi)
 	r.oracle.UnlockKeys(keys)
 	r.Stats.Snapshots.Add(1)
 	h := heldSnapshot{snap: s, gen: r.dbGen, fam: t.fam, slotGen: r.slotGen[t.fam], lo: lo, hi: hi, states: states}
@@ -943,21 +968,22 @@ func (t *thread) checkSnapshot() {
 	}
 	ro := &db.ReadOptions{Snapshot: h.snap}
 	if t.rng.Intn(2) == 0 {
-		for i := h.lo; i < h.hi; i++ {
+		for p := h.lo; p < h.hi; p++ {
+			i := t.at(p)
 			v, err := t.cf().Get(t.k(i), ro)
 			found, ok := t.readErr("snapshot get", i, err)
 			if !ok {
 				continue
 			}
-			s := h.states[i-h.lo]
+			s := h.states[p-h.lo]
 			if err := r.check(i, s, s, found, v, r.cfg.ValueSizeMult); err != nil {
-				r.fail(errors.Wrapf(err, "get at snapshot of [%s, %s)", Key(h.lo), Key(h.hi)))
+				r.fail(errors.Wrapf(err, "get at snapshot of [%s, %s)", t.bk(h.lo), t.bk(h.hi)))
 				return
 			}
 		}
 		return
 	}
-	ro.LowerBound, ro.UpperBound = t.k(h.lo), t.k(h.hi)
+	ro.LowerBound, ro.UpperBound = t.bk(h.lo), t.bk(h.hi)
 	it := t.cf().NewIterator(ro)
 	defer it.Close()
 	fwd := t.rng.Intn(2) == 0
@@ -979,15 +1005,15 @@ func (t *thread) iter(prefixMode bool) {
 	r := t.r
 	n := r.cfg.MaxKey
 	r.Stats.Iters.Add(1)
-	lo, hi := 0, n
+	lo, hi := 0, n // positions, in the family
 	ro := &db.ReadOptions{TotalOrderSeek: t.rng.Intn(3) == 0, PrefixSameAsStart: prefixMode}
 	if t.rng.Intn(2) == 0 {
 		lo = t.rng.Intn(n)
-		ro.LowerBound = Key(lo)
+		ro.LowerBound = r.order.bound(lo, n)
 	}
 	if t.rng.Intn(2) == 0 {
 		hi = lo + 1 + t.rng.Intn(n-lo)
-		ro.UpperBound = Key(hi)
+		ro.UpperBound = r.order.bound(hi, n)
 	}
 	fwd := t.rng.Intn(2) == 0
 	seek := lo + t.rng.Intn(hi-lo)
@@ -1000,11 +1026,11 @@ func (t *thread) iter(prefixMode bool) {
 	plo, phi := lo, hi
 	if prefixMode && ext != "" {
 		e, _ := prefix.Parse(ext)
-		sk := Key(seek)
+		sk := Key(r.order.at(seek))
 		if e.InDomain(sk) {
 			p := append([]byte(nil), e.Transform(sk)...)
-			same := func(i int) bool {
-				k := Key(i)
+			same := func(q int) bool {
+				k := Key(r.order.at(q))
 				return e.InDomain(k) && bytes.Equal(e.Transform(k), p)
 			}
 			a, b := seek, seek+1
@@ -1018,10 +1044,10 @@ func (t *thread) iter(prefixMode bool) {
 		}
 	}
 	b := t.base
-	pre := r.oracle.States(b+plo, b+phi)
+	pre := t.statesAt(b+plo, b+phi)
 	it := t.cf().NewIterator(ro)
 	defer it.Close()
-	post := r.oracle.States(b+plo, b+phi)
+	post := t.statesAt(b+plo, b+phi)
 	what := fmt.Sprintf("iterator (thread %d, family %s, extractor %q, bounds [%d,%d), prefix_same_as_start=%v, total_order_seek=%v, fwd=%v, seek=%v to %d)",
 		t.id, r.names[t.fam], ext, lo, hi, prefixMode, ro.TotalOrderSeek, fwd, useSeek, seek)
 	t.checkIter(it, fwd, b+plo, b+phi, pre, post, what, useSeek, b+seek)
@@ -1030,27 +1056,28 @@ func (t *thread) iter(prefixMode bool) {
 // checkIter positions it (SeekToFirst/SeekToLast, or Seek/SeekForPrev to
 // seek if useSeek) and walks up to a limit, checking every key yielded
 // against the oracle and that every key skipped in [lo, hi) may be absent.
+// lo, hi, seek and the indexes of pre and post are positions (t.at).
 func (t *thread) checkIter(it *db.Iterator, fwd bool, lo, hi int, pre, post []KeyState, what string, useSeek bool, seek int) {
 	r := t.r
 	var cur int // next expected index (fwd) or last+1 (backward)
 	switch {
 	case fwd && useSeek:
-		it.Seek(t.k(seek))
+		it.Seek(t.k(t.at(seek)))
 		cur = max(seek, lo)
 	case fwd:
 		it.SeekToFirst()
 		cur = lo
 	case useSeek:
-		it.SeekForPrev(t.k(seek))
+		it.SeekForPrev(t.k(t.at(seek)))
 		cur = min(seek+1, hi)
 	default:
 		it.SeekToLast()
 		cur = hi
 	}
 	absent := func(a, b int) error {
-		for i := a; i < b; i++ {
-			if !r.cfg.FIFO && !r.oracle.AbsentOK(i, pre[i-lo], post[i-lo]) {
-				return errors.Newf("key %s skipped, expected version %s", Key(i), expectDesc(pre[i-lo], post[i-lo]))
+		for p := a; p < b; p++ {
+			if i := t.at(p); !r.cfg.FIFO && !r.oracle.AbsentOK(i, pre[p-lo], post[p-lo]) {
+				return errors.Newf("key %s skipped, expected version %s", Key(i), expectDesc(pre[p-lo], post[p-lo]))
 			}
 		}
 		return nil
@@ -1076,25 +1103,26 @@ func (t *thread) checkIter(it *db.Iterator, fwd bool, lo, hi int, pre, post []Ke
 			}
 			return
 		}
-		i, err := KeyIndex(it.Key())
-		if err != nil {
-			r.fail(errors.Wrapf(err, "%s", what))
+		ki, err := KeyIndex(it.Key())
+		if err != nil || ki >= r.cfg.MaxKey {
+			r.fail(errors.Wrapf(errors.Newf("key %q outside the key space: %v", it.Key(), err), "%s", what))
 			return
 		}
-		i += t.base
-		if (fwd && (i < cur || i >= hi)) || (!fwd && (i >= cur || i < lo)) {
-			r.fail(errors.Newf("%s: yielded key %s outside the expected range / order (next expected %d, range [%d,%d))", what, Key(i), cur, lo, hi))
+		i := t.base + ki
+		p := t.pos(i)
+		if (fwd && (p < cur || p >= hi)) || (!fwd && (p >= cur || p < lo)) {
+			r.fail(errors.Newf("%s: yielded key %s outside the expected range / order (at position %d, next expected %d, range [%d,%d))", what, Key(i), p, cur, lo, hi))
 			return
 		}
 		if fwd {
-			err = absent(cur, i)
-			cur = i + 1
+			err = absent(cur, p)
+			cur = p + 1
 		} else {
-			err = absent(i+1, cur)
-			cur = i
+			err = absent(p+1, cur)
+			cur = p
 		}
 		if err == nil {
-			err = r.check(i, pre[i-lo], post[i-lo], true, it.Value(), r.cfg.ValueSizeMult)
+			err = r.check(i, pre[p-lo], post[p-lo], true, it.Value(), r.cfg.ValueSizeMult)
 		}
 		if err != nil {
 			r.fail(errors.Wrapf(err, "%s", what))

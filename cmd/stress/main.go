@@ -79,6 +79,9 @@ func run(args []string) int {
 	fs.BoolVar(&c.BlobFiles, "enable_blob_files", false, "store values of at least -min_blob_size in blob files (16 KiB files, garbage collection on; SetOptions toggles them)")
 	fs.Uint64Var(&c.MinBlobSize, "min_blob_size", 16, "with -enable_blob_files, the smallest value stored in a blob file")
 	fs.IntVar(&c.Subcompactions, "subcompactions", 1, "Options.MaxSubcompactions: split L0 and manual compactions over N goroutines (with N > 1, SetOptions ops also change max_subcompactions; -mode stress and compact)")
+	fs.BoolVar(&c.Filter, "compaction_filter", false, "run every family with the stress compaction filter (removes values of versions 0 mod 5, changes those 1 mod 5; in flushes too for odd seeds); merges and ingestion off")
+	ttlSeconds := fs.Int("ttl_seconds", 0, "Options.TTL in seconds (0 = none), on a clock the tool moves by 1-3 s with -clock_step_one_in; merges and ingestion off")
+	fs.IntVar(&c.ClockStepOneIn, "clock_step_one_in", 50, "with -ttl_seconds: move the clock 1/N per op")
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write")
 	fs.BoolVar(&c.DisableWAL, "disable_wal", false, "write without the WAL (crash checks become structural only)")
 	fs.IntVar(&c.ReadPercent, "readpercent", 25, "percent of Get")
@@ -132,6 +135,11 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "stress:", err)
 		return 2
 	}
+	if *ttlSeconds < 0 {
+		fmt.Fprintf(os.Stderr, "stress: -ttl_seconds %d: want >= 0\n", *ttlSeconds)
+		return 2
+	}
+	c.TTL = time.Duration(*ttlSeconds) * time.Second
 	c.DisableConcurrentMemtableWrites = !*allowConcurrent
 	c.DisableCacheIndexAndFilterBlocksWithHighPriority = !highPri
 	if c.Seed == 0 {

@@ -1,0 +1,73 @@
+package stress
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestKeyOrderReverse checks the positions under a reversed order: each
+// range of positions [lo, hi) is exactly the keys a DB sorting by that
+// order holds between the bounds bound(lo) and bound(hi), in that order.
+func TestKeyOrderReverse(t *testing.T) {
+	const n = 50
+	rev := func(a, b []byte) int { return bytes.Compare(b, a) }
+	for _, c := range []struct {
+		name string
+		cmp  func(a, b []byte) int
+	}{{"bytewise", nil}, {"explicit bytewise", bytes.Compare}, {"reverse", rev}} {
+		o := newKeyOrder(n, c.cmp)
+		cmp := c.cmp
+		if cmp == nil {
+			cmp = bytes.Compare
+		}
+		for p := 0; p < n; p++ {
+			require.Equal(t, p, o.posOf(o.at(p)), c.name)
+			if p > 0 {
+				require.Negative(t, cmp(Key(o.at(p-1)), Key(o.at(p))), "%s: position %d", c.name, p)
+			}
+		}
+		switch c.name {
+		case "reverse":
+			require.Equal(t, n-1, o.at(0))
+			require.Nil(t, o.bound(n, n), "no key follows every key in reverse order")
+		case "bytewise":
+			require.Equal(t, Key(n), o.bound(n, n))
+		default:
+			require.Nil(t, o.bound(n, n), "only the default order knows a key after the last")
+		}
+		for lo := 0; lo < n; lo++ {
+			for hi := lo; hi <= n; hi++ {
+				lb, ub := o.bound(lo, n), o.bound(hi, n)
+				var in []int
+				for p := 0; p < n; p++ { // the DB's order: position order
+					k := Key(o.at(p))
+					if cmp(lb, k) <= 0 && (ub == nil || cmp(k, ub) < 0) {
+						in = append(in, o.at(p))
+					}
+				}
+				var want []int
+				for p := lo; p < hi; p++ {
+					want = append(want, o.at(p))
+				}
+				require.Equal(t, want, in, "%s: positions [%d, %d)", c.name, lo, hi)
+			}
+		}
+		idx := o.sortedIndexes(100, 3, 9)
+		require.IsIncreasing(t, idx)
+		require.Len(t, idx, 6)
+	}
+}
+
+// TestStressExplicitCompare runs the short stress with Compare set to
+// bytes.Compare: the DB's order, but the oracle goes through its position
+// tables and, as under any order but bytewise, leaves ranges that reach
+// the last key without an upper bound.
+func TestStressExplicitCompare(t *testing.T) {
+	c := memConfig(t)
+	c.Compare, c.OpsPerThread = bytes.Compare, 800*scale()
+	r := runStress(t, c)
+	require.Positive(t, r.Stats.Iters.Load())
+	require.Positive(t, r.Stats.Ingests.Load())
+}
