@@ -23,6 +23,10 @@ func TestStressFilterTTL(t *testing.T) {
 			r := runStress(t, c)
 			require.Positive(t, r.Stats.Snapshots.Load())
 			require.Positive(t, r.Stats.Compactions.Load())
+			require.Positive(t, r.Stats.ReadGone.Load(), "no read found a value removed or expired")
+			if tc.filter {
+				require.Positive(t, r.Stats.ReadChanged.Load(), "no read found a changed value")
+			}
 			if tc.ttl > 0 {
 				require.Positive(t, r.Stats.ClockSteps.Load())
 			}

@@ -29,6 +29,9 @@ type Stats struct {
 	Merges, SingleDeletes, Ingests, Checkpoints, Refreshes atomic.Int64
 	CrossBatches, Churns                                   atomic.Int64
 	ClockSteps                                             atomic.Int64
+	// Under a filter or TTL: reads that found a value the filter changed,
+	// and reads that found nothing where only the filter or TTL allows it.
+	ReadChanged, ReadGone atomic.Int64
 }
 
 func (s *Stats) String() string {
@@ -37,7 +40,8 @@ func (s *Stats) String() string {
 		s.Compactions.Load(), s.SetOptions.Load(), s.Swaps.Load(), s.Reopens.Load(), s.Errors.Load(), s.Images.Load()) +
 		fmt.Sprintf(" merges=%d single_deletes=%d ingests=%d checkpoints=%d refreshes=%d",
 			s.Merges.Load(), s.SingleDeletes.Load(), s.Ingests.Load(), s.Checkpoints.Load(), s.Refreshes.Load()) +
-		fmt.Sprintf(" cross_family_batches=%d cf_churns=%d clock_steps=%d", s.CrossBatches.Load(), s.Churns.Load(), s.ClockSteps.Load())
+		fmt.Sprintf(" cross_family_batches=%d cf_churns=%d clock_steps=%d read_changed=%d read_gone=%d",
+			s.CrossBatches.Load(), s.Churns.Load(), s.ClockSteps.Load(), s.ReadChanged.Load(), s.ReadGone.Load())
 }
 
 // Runner drives one stress run.
@@ -426,6 +430,13 @@ func (r *Runner) check(i int, pre, post KeyState, found bool, value []byte, mult
 	var err error
 	if r.oracle.rules.on() {
 		err = r.oracle.CheckFiltered(i, pre, post, found, value, mult, false)
+		switch {
+		case err != nil:
+		case found && value[0]&changedBit != 0:
+			r.Stats.ReadChanged.Add(1)
+		case !found && !MayBeAbsent(pre, post):
+			r.Stats.ReadGone.Add(1)
+		}
 	} else if !found || r.cfg.FIFO {
 		err = CheckRead(i, pre, post, found, value, mult)
 	} else {
