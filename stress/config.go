@@ -82,8 +82,9 @@ type Config struct {
 	// Compare is the order of keys the DB sorts by (its comparator), nil =
 	// bytes.Compare: every range the oracle checks (iterator bounds and
 	// order, range deletions, compaction and ingestion ranges) is a run of
-	// key indexes in that order (see keyOrder).
-	Compare func(a, b []byte) int
+	// key indexes in that order (see keyOrder). Not carried to a crash
+	// child's JSON config: the child's comparator comes from its flags.
+	Compare func(a, b []byte) int `json:"-"`
 
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,

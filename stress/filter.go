@@ -114,17 +114,22 @@ func (o *Oracle) SetRules(r Rules) {
 // Now is the oracle's clock, the DB's under TTL.
 func (o *Oracle) Now() time.Time { return time.Unix(o.clock.Load(), 0) }
 
-// Advance moves the clock by sec seconds, logging it when persisted. No
-// operation may be running.
+// Advance moves the clock by sec seconds, logging it first when
+// persisted: a background compaction may read the new time as soon as it
+// is set, and a crash must not bring back a clock behind what it dropped.
+// No operation may be running.
 func (o *Oracle) Advance(sec int64) error {
-	now := o.clock.Add(sec)
-	if o.log == nil {
-		return nil
+	now := o.clock.Load() + sec
+	if o.log != nil {
+		o.logMu.Lock()
+		_, err := o.log.Write(appendRecord(nil, record{kind: recClock, a: uint32(now)}))
+		o.logMu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
-	o.logMu.Lock()
-	defer o.logMu.Unlock()
-	_, err := o.log.Write(appendRecord(nil, record{kind: recClock, a: uint32(now)}))
-	return err
+	o.clock.Store(now)
+	return nil
 }
 
 // expired reports whether version v of key i expired at the clock's time

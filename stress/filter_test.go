@@ -1,8 +1,11 @@
 package stress
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stratadb/strata/internal/testutil"
 
 	"github.com/stretchr/testify/require"
 )
@@ -78,4 +81,17 @@ func TestCheckFiltered(t *testing.T) {
 	s8 := write(true)
 	require.NoError(t, o.CheckFiltered(i, s8, s8, false, nil, 1, false))
 	require.Error(t, o.CheckFiltered(i, s8, s8, true, Value(i, 7, 1), 1, false))
+}
+
+// TestCrashFilterTTL runs SIGKILL cycles under the filter and TTL: the
+// clock each child starts from is the one the log ends with.
+func TestCrashFilterTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	c := Config{Seed: testutil.Seed(t), Threads: 4, MaxKey: 300, Dir: filepath.Join(dir, "db"),
+		ExpectedLog: filepath.Join(dir, "expected"), WriteBufferSize: 16 << 10, Filter: true, TTL: 5 * time.Second,
+		FlushOneIn: 200, CompactRangeOneIn: 100, SnapshotOneIn: 50, SwapExtractorOneIn: 200, PrefixSize: 6, ClockStepOneIn: 40}
+	runCrashTest(t, c, 3*scale())
 }
