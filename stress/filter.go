@@ -149,9 +149,13 @@ func (o *Oracle) expired(i int, v uint32) bool {
 // states around it: a delete in the window, or a put the filter removes or
 // that expired.
 func (o *Oracle) AbsentOK(i int, pre, post KeyState) bool {
-	if MayBeAbsent(pre, post) {
-		return true
-	}
+	return MayBeAbsent(pre, post) || o.GoneByRules(i, pre, post)
+}
+
+// GoneByRules reports whether a put of key i in the window of the states
+// around a read is one the filter removes or that expired, so that finding
+// nothing does not tell whether a delete of the window was applied.
+func (o *Oracle) GoneByRules(i int, pre, post KeyState) bool {
 	if !o.rules.on() {
 		return false
 	}

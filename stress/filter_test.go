@@ -99,3 +99,30 @@ func TestCrashFilterTTL(t *testing.T) {
 		FlushOneIn: 200, CompactRangeOneIn: 100, SnapshotOneIn: 50, SwapExtractorOneIn: 200, PrefixSize: 6, ClockStepOneIn: 40}
 	runCrashTest(t, c, 3*scale())
 }
+
+// TestGoneByRules: a key whose put expired and whose delete after it may
+// or may not have been applied (it failed, or was in flight at a crash)
+// reads as absent either way, so verification must not collapse it to the
+// delete: an IncludeExpired read may still find the put.
+func TestGoneByRules(t *testing.T) {
+	const i = 3
+	o := NewOracle(10)
+	o.SetRules(Rules{TTL: 10})
+	put := []Write{{Key: i}}
+	op, err := o.Begin(put)
+	require.NoError(t, err)
+	require.NoError(t, o.Commit(op, put))
+	del := []Write{{Key: i, Del: true}}
+	op, err = o.Begin(del)
+	require.NoError(t, err)
+	require.NoError(t, o.Fail(op, del))
+	s := o.State(i)
+	require.True(t, MayBeAbsent(s, s))
+	require.False(t, o.GoneByRules(i, s, s), "the put is live: absence means the delete was applied")
+	require.NoError(t, o.Advance(11))
+	require.True(t, o.GoneByRules(i, s, s), "the put expired: absence tells nothing of the delete")
+	require.NoError(t, o.CheckFiltered(i, s, s, true, Value(i, 1, 1), 1, true), "an IncludeExpired read finds it")
+	o.Resolve(i, false, 0) // what verification did before
+	r := o.State(i)
+	require.Error(t, o.CheckFiltered(i, r, r, true, Value(i, 1, 1), 1, true), "collapsed to the delete, the expired put is refused")
+}
