@@ -3,7 +3,9 @@ package db
 import (
 	"encoding/binary"
 	"io"
+	"sync/atomic"
 	"time"
+	_ "unsafe" // for go:linkname nanotime
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
@@ -32,8 +34,38 @@ func (d *DB) nowUnix() int64 {
 	if f := d.clock.Load(); f != nil {
 		return (*f)().Unix()
 	}
-	return time.Now().Unix()
+	return unixNow()
 }
+
+// unixNow is time.Now().Unix() for reads, which ask once per Get: the
+// current second is cached with the monotonic instant it ends at, so that
+// most calls read only the monotonic clock, at half the cost of time.Now
+// (which reads the wall clock and the monotonic one). It stays exact to
+// the second as long as the wall clock runs with the monotonic one; a step
+// of the wall clock (NTP) shows at the end of the cached second.
+func unixNow() int64 {
+	m := nanotime()
+	if c := cachedSecond.Load(); c != nil && m < c.endsAt {
+		return c.sec
+	}
+	t := time.Now()
+	// m was read before t, so m plus what was left of t's second is no
+	// later than the monotonic instant that second ends.
+	cachedSecond.Store(&unixSecond{sec: t.Unix(), endsAt: m + int64(time.Second) - int64(t.Nanosecond())})
+	return t.Unix()
+}
+
+// unixSecond is one wall-clock second and the monotonic instant (nanotime)
+// at or before which it ends.
+type unixSecond struct{ sec, endsAt int64 }
+
+var cachedSecond atomic.Pointer[unixSecond]
+
+// nanotime is the runtime's monotonic clock, what time.Now reads besides
+// the wall clock.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
 
 // appendTTL appends the write time now to v, into a new slice.
 func appendTTL(v []byte, now int64) []byte {
