@@ -338,6 +338,10 @@ type Options struct {
 	// remove, change, or remove a run of keys (see CompactionFilter). Its
 	// Name is recorded in the OPTIONS file. Default: none.
 	CompactionFilter CompactionFilter
+	// Comparer orders the keys (see Comparer). Default (nil):
+	// BytewiseComparer. It is fixed when the family is created: reopening
+	// with another fails with ErrInvalidArgument.
+	Comparer Comparer
 	// TTL, when > 0, stores values in RocksDB's DBWithTTL format (a 4-byte
 	// write-time suffix, readable by `ldb --ttl`): reads never return a
 	// value written more than TTL ago (unless ReadOptions.IncludeExpired),
