@@ -475,7 +475,7 @@ func ListColumnFamilies(dir string) ([]string, error) {
 }
 
 func listColumnFamilies(fs vfs.FS, dir string) ([]string, error) {
-	vs, err := version.Load(fs, dir, version.Options{})
+	vs, err := version.Load(fs, dir, version.Options{Comparer: namesOnlyComparer})
 	if err != nil {
 		return nil, errors.Wrapf(err, "strata: listing the column families of %s", dir)
 	}

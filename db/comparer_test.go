@@ -125,6 +125,11 @@ func TestComparerFamilies(t *testing.T) {
 	require.Equal(t, map[string]bool{"rocksdb.ReverseBytewiseComparator": true, "strata.test.LengthFirst": true,
 		"leveldb.BytewiseComparator": true}, tableComparators(t, dir))
 
+	// ListColumnFamilies needs no comparer.
+	names, err := db.ListColumnFamilies(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"default", "num", "plain"}, names)
+
 	// Reopen as written: the same orders.
 	opts.CreateMissingColumnFamilies = false
 	d, err = db.Open(dir, &opts)
