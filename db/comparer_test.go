@@ -130,12 +130,21 @@ func TestComparerFamilies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"default", "num", "plain"}, names)
 
-	// Reopen as written: the same orders.
+	// Reopen as written: the same orders. A checkpoint (a new MANIFEST
+	// written from the families' state) keeps each family's comparator.
 	opts.CreateMissingColumnFamilies = false
 	d, err = db.Open(dir, &opts)
 	require.NoError(t, err)
 	check(d)
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	require.NoError(t, d.Checkpoint(ckpt))
 	require.NoError(t, d.Close())
+	d, err = db.Open(ckpt, &opts)
+	require.NoError(t, err)
+	check(d)
+	require.NoError(t, d.Close())
+	_, err = db.Open(ckpt, &db.Options{ColumnFamilies: opts.ColumnFamilies})
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
 
 	// Reopen with the wrong comparers.
 	for _, tc := range []struct {

@@ -319,6 +319,9 @@ func (r *Reader) readProperties() error {
 	return r.setGlobalSeq()
 }
 
+// Comparer returns the order the table is read in (never nil).
+func (r *Reader) Comparer() *Comparer { return r.cmp }
+
 // resolveComparer settles the table's order (see ReaderOptions.Comparer).
 func (r *Reader) resolveComparer() error {
 	r.cmp = r.opts.Comparer
