@@ -58,7 +58,7 @@ func (cf *ColumnFamily) ApproximateSize(start, end []byte, opts *ApproximateSize
 	if o.ExcludeFiles && !o.IncludeMemtables {
 		return 0, errors.Wrap(ErrInvalidArgument, "strata: ApproximateSize: neither files nor memtables included")
 	}
-	if end != nil && cf.cmp.CompareUser(start, end) > 0 {
+	if start != nil && end != nil && cf.cmp.CompareUser(start, end) > 0 {
 		return 0, errors.Wrapf(ErrInvalidArgument, "strata: ApproximateSize: start %q > end %q", start, end)
 	}
 	if end != nil && bytes.Equal(start, end) {
@@ -93,10 +93,12 @@ func (d *DB) approximateTableSize(cmp *base.Comparer, f *version.FileMetadata, s
 	if end != nil && cmp.CompareUser(end, smallest) <= 0 {
 		return 0, nil
 	}
-	if cmp.CompareUser(start, largest) > 0 {
+	// nil start is the smallest key: under orders other than bytewise the
+	// empty key is not.
+	if start != nil && cmp.CompareUser(start, largest) > 0 {
 		return 0, nil
 	}
-	startWhole := cmp.CompareUser(start, smallest) <= 0
+	startWhole := start == nil || cmp.CompareUser(start, smallest) <= 0
 	endWhole := end == nil || cmp.CompareUser(end, largest) > 0
 	if startWhole && endWhole {
 		return f.Size, nil
@@ -136,7 +138,11 @@ func memtableRangeBytes(m *memtable.MemTable, start, end []byte) uint64 {
 	var it memtable.Iter
 	it.Init(m)
 	var n uint64
-	for ok := it.SeekGE(start); ok; ok = it.Next() {
+	ok := it.First()
+	if start != nil {
+		ok = it.SeekGE(start)
+	}
+	for ; ok; ok = it.Next() {
 		k := it.Key()
 		if end != nil && m.Comparer().CompareUser(k.UserKey, end) >= 0 {
 			break

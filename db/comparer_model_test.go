@@ -12,10 +12,12 @@ import (
 	"math/rand"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/testutil"
+	"github.com/stratadb/strata/prefix"
 	"github.com/stretchr/testify/require"
 )
 
@@ -117,6 +119,12 @@ type cmpRun struct {
 	snaps []*db.Snapshot
 	views []*cmpModel
 	log   []string
+	// prefixLen > 0: the family has a fixed-length prefix extractor, and
+	// iterators sometimes read with PrefixSameAsStart.
+	prefixLen int
+	// subcompactions sums the split compactions of the databases opened
+	// so far (the counter restarts with each Open).
+	subcompactions uint64
 }
 
 func (r *cmpRun) logf(format string, args ...any) {
@@ -147,12 +155,13 @@ func TestComparerModel(t *testing.T) {
 		nums = append(nums, []byte(strconv.Itoa(i*37%1000)))
 	}
 	for _, tc := range []struct {
-		name string
-		cmp  db.Comparer
-		keys [][]byte
+		name      string
+		cmp       db.Comparer
+		keys      [][]byte
+		prefixLen int
 	}{
-		{"reverse", db.ReverseBytewiseComparer(), alpha},
-		{"lengthfirst", lengthFirstComparer{}, nums},
+		{"reverse", db.ReverseBytewiseComparer(), alpha, 1},
+		{"lengthfirst", lengthFirstComparer{}, nums, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := testutil.Seed(t)
@@ -161,11 +170,16 @@ func TestComparerModel(t *testing.T) {
 				steps = 500
 			}
 			r := &cmpRun{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), keys: tc.keys,
-				m: newCmpModel(tc.cmp)}
+				m: newCmpModel(tc.cmp), prefixLen: tc.prefixLen}
 			r.opts = db.Options{CreateIfMissing: true, Comparer: tc.cmp, WriteBufferSize: 8 << 10,
-				BlockSize: 256, TargetFileSizeBase: 4 << 10, MaxBytesForLevelBase: 16 << 10,
+				BlockSize: 256, TargetFileSizeBase: 2 << 10, MaxBytesForLevelBase: 16 << 10,
 				Level0FileNumCompactionTrigger: 2, MaxSubcompactions: 4,
 				MergeOperator: db.NewStringAppendOperator(","), BloomBitsPerKey: 10}
+			if tc.prefixLen > 0 {
+				// The keys with one byte prefix are one run in reverse
+				// order too: the extractor's contract holds.
+				r.opts.PrefixExtractor = prefix.Fixed(tc.prefixLen)
+			}
 			d, err := db.Open(r.dir, &r.opts)
 			require.NoError(t, err)
 			r.d = d
@@ -177,6 +191,10 @@ func TestComparerModel(t *testing.T) {
 				r.step()
 			}
 			r.checkAll()
+			require.NoError(t, r.d.CompactRange(nil, nil))
+			r.checkAll()
+			r.subcompactions += db.Subcompactions(r.d)
+			require.Positive(t, r.subcompactions, "no compaction was split into subcompactions")
 		})
 	}
 }
@@ -185,7 +203,9 @@ func (r *cmpRun) step() {
 	t := r.t
 	switch n := r.rng.Intn(100); {
 	case n < 40:
-		k, v := r.key(), []byte(fmt.Sprintf("v%d", r.rng.Intn(1000)))
+		// Values up to a few hundred bytes: enough input for
+		// compactions to split into subcompactions.
+		k, v := r.key(), []byte(fmt.Sprintf("v%d-%s", r.rng.Intn(1000), strings.Repeat("x", r.rng.Intn(300))))
 		r.logf("Put %q", k)
 		require.NoError(t, r.d.Put(k, v, nil))
 		r.m.m[string(k)] = string(v)
@@ -254,12 +274,15 @@ func (r *cmpRun) step() {
 	case n < 81:
 		r.logf("Close+Open")
 		r.releaseAll()
+		r.subcompactions += db.Subcompactions(r.d)
 		require.NoError(t, r.d.Close())
 		d, err := db.Open(r.dir, &r.opts)
 		require.NoError(t, err)
 		r.d = d
 	case n < 90:
 		r.checkGets()
+	case n < 95 && r.prefixLen > 0:
+		r.checkPrefixIter()
 	default:
 		r.checkIter()
 	}
@@ -405,5 +428,50 @@ func (r *cmpRun) checkIter() {
 			}
 		}
 		require.NoError(r.t, it.Err())
+	}
+}
+
+// checkPrefixIter seeks with PrefixSameAsStart (forward from the Seek key
+// while the prefix holds, or backward from SeekForPrev's) and compares with
+// the model's keys of that prefix.
+func (r *cmpRun) checkPrefixIter() {
+	ro0, m, name := r.view()
+	ro := &db.ReadOptions{PrefixSameAsStart: true}
+	if ro0 != nil {
+		ro.Snapshot = ro0.Snapshot
+	}
+	target := r.key()
+	p := target[:r.prefixLen]
+	var want []string
+	for _, k := range m.sorted(nil, nil) {
+		if strings.HasPrefix(k, string(p)) {
+			want = append(want, k)
+		}
+	}
+	it := r.d.NewIterator(ro)
+	defer func() { require.NoError(r.t, it.Close()) }()
+	var got, exp []string
+	if r.rng.Intn(2) == 0 {
+		for _, k := range want {
+			if m.cmp.Compare([]byte(k), target) >= 0 {
+				exp = append(exp, k)
+			}
+		}
+		for it.Seek(target); it.Valid(); it.Next() {
+			got = append(got, string(it.Key()))
+		}
+	} else {
+		for i := len(want) - 1; i >= 0; i-- {
+			if m.cmp.Compare([]byte(want[i]), target) <= 0 {
+				exp = append(exp, want[i])
+			}
+		}
+		for it.SeekForPrev(target); it.Valid(); it.Prev() {
+			got = append(got, string(it.Key()))
+		}
+	}
+	require.NoError(r.t, it.Err())
+	if fmt.Sprint(got) != fmt.Sprint(exp) {
+		r.fail("%s: prefix %q from %q\n got %q\nwant %q", name, p, target, got, exp)
 	}
 }

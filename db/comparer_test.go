@@ -89,10 +89,27 @@ func TestComparerFamilies(t *testing.T) {
 		require.Equal(t, []string{"2", "11", "100"}, cfKeys(t, it))
 	}
 	check(d)
+	// In memtables ApproximateSize walks the entries: exact.
+	memOnly := &db.ApproximateSizeOptions{IncludeMemtables: true, ExcludeFiles: true}
+	mem, err := d.ApproximateSize(nil, []byte("1"), memOnly)
+	require.NoError(t, err)
+	require.Positive(t, mem)
+	memAll, err := d.ApproximateSize(nil, nil, memOnly)
+	require.NoError(t, err)
+	require.Greater(t, memAll, mem, "the range excludes key 1")
 	for _, cf := range d.ColumnFamilies() {
 		require.NoError(t, cf.Flush())
 	}
 	check(d)
+	// ApproximateSize in the family's order: nil start is its first key
+	// (under the reverse order the empty key is the last). On disk the
+	// estimate has data-block granularity: a whole table for a range
+	// holding all of it.
+	all, err := d.ApproximateSize(nil, []byte("0"), nil)
+	require.NoError(t, err)
+	require.Positive(t, all)
+	_, err = d.ApproximateSize([]byte("1"), []byte("9"), nil) // "1" sorts after "9"
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
 	require.NoError(t, d.Close())
 
 	// Formats: OPTIONS, MANIFEST and table properties name each family's.
