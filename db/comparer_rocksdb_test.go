@@ -8,6 +8,7 @@ package db_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -181,4 +182,56 @@ func tableEntries(t *testing.T, path string) []string {
 	// The table is in reverse bytewise order.
 	require.True(t, sort.SliceIsSorted(keys, func(i, j int) bool { return string(keys[i]) > string(keys[j]) }))
 	return out
+}
+
+// TestComparerIngestRocksDBFiles: external files RocksDB's SstFileWriter
+// wrote with the reverse comparator (ldb write_extern_sst, which takes the
+// comparator from the OPTIONS file of a reverse database) are ingested
+// into a reverse family in its order: files given in any order are sorted
+// by their smallest key in that order, and two files whose ranges overlap
+// in it are refused.
+func TestComparerIngestRocksDBFiles(t *testing.T) {
+	rev := &db.Options{CreateIfMissing: true, Comparer: db.ReverseBytewiseComparer()}
+	optsDir := t.TempDir() // an empty reverse database, for ldb's options
+	d, err := db.Open(optsDir, rev)
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	files := t.TempDir()
+	write := func(name string, keys ...string) string {
+		t.Helper()
+		var in strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&in, "%s ==> v-%s\n", k, k)
+		}
+		p := filepath.Join(files, name)
+		cmd := exec.Command(ldbPath(t), "--db="+optsDir, "--try_load_options", "write_extern_sst", p)
+		cmd.Stdin = strings.NewReader(in.String())
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return p
+	}
+	high := write("high.sst", "k9", "k8", "k7")
+	low := write("low.sst", "k3", "k2", "k1")
+	a := write("a.sst", "k8", "k5")
+	b := write("b.sst", "k7", "k4")
+
+	d, _ = openTest(t, rev)
+	defer d.Close()
+	require.NoError(t, d.Put([]byte("k6"), []byte("v-k6"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Ingest([]string{low, high}, nil))
+	require.Equal(t, []string{"k9", "k8", "k7", "k6", "k3", "k2", "k1"}, scanKeys(t, d, nil))
+	err = d.Ingest([]string{b, a}, nil)
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
+	require.ErrorContains(t, err, "overlap")
+}
+
+// ldbPath returns RocksDB's ldb, skipping the test when it is not
+// installed (as rocksdbTool).
+func ldbPath(t *testing.T) string {
+	t.Helper()
+	rocksdbTool(t, "ldb", "--help")
+	p, err := exec.LookPath("ldb")
+	require.NoError(t, err)
+	return p
 }
