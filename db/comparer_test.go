@@ -286,3 +286,45 @@ func TestComparerIndexedBatchAndTransactions(t *testing.T) {
 	require.NoError(t, d.Put([]byte("e"), []byte("again"), nil))
 	require.ErrorIs(t, tx.Commit(), db.ErrConflict)
 }
+
+// TestComparerRefreshBoundsAndBlobs: under the reverse order an iterator
+// refreshed while positioned backward resumes at its key, SetBounds takes
+// bounds in the family's order, and values in blob files read back through
+// flushes and compactions.
+func TestComparerRefreshBoundsAndBlobs(t *testing.T) {
+	d, _ := openTest(t, &db.Options{Comparer: db.ReverseBytewiseComparer(), EnableBlobFiles: true, MinBlobSize: 16})
+	defer d.Close()
+	big := func(k string) []byte { return bytes.Repeat([]byte(k), 40) }
+	for _, k := range []string{"a", "c", "e", "g"} {
+		require.NoError(t, d.Put([]byte(k), big(k), nil))
+	}
+	require.NoError(t, d.Flush())
+	it := d.NewIterator(nil)
+	it.SeekForPrev([]byte("d"))
+	require.True(t, it.Valid())
+	require.Equal(t, "e", string(it.Key()))
+	require.NoError(t, d.Put([]byte("f"), big("f"), nil))
+	require.NoError(t, d.Delete([]byte("g"), nil))
+	require.NoError(t, it.Refresh())
+	require.True(t, it.Valid())
+	require.Equal(t, "e", string(it.Key()))
+	require.Equal(t, big("e"), it.Value())
+	it.Prev()
+	require.True(t, it.Valid())
+	require.Equal(t, "f", string(it.Key()), "the write after the iterator was made is seen after Refresh")
+	it.Prev()
+	require.False(t, it.Valid(), "g was deleted")
+	it.SetBounds([]byte("f"), []byte("a")) // f down to above a
+	var keys []string
+	for it.SeekToFirst(); it.Valid(); it.Next() {
+		keys = append(keys, string(it.Key()))
+		require.Equal(t, big(string(it.Key())), it.Value())
+	}
+	require.Equal(t, []string{"f", "e", "c"}, keys)
+	require.NoError(t, it.Close())
+	require.NoError(t, d.CompactRange(nil, nil))
+	require.Equal(t, []string{"f", "e", "c", "a"}, scanKeys(t, d, nil))
+	v, err := d.Get([]byte("a"), nil)
+	require.NoError(t, err)
+	require.Equal(t, big("a"), v)
+}
