@@ -328,3 +328,28 @@ func TestComparerRefreshBoundsAndBlobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, big("a"), v)
 }
+
+// skipFromE removes key e and skips to b: under the reverse order the keys
+// after e are d, c, b, so e, d and c go.
+type skipFromE struct{}
+
+func (skipFromE) Name() string { return "test.SkipFromE" }
+func (skipFromE) Filter(level int, key, value []byte) (db.FilterDecision, []byte) {
+	if string(key) == "e" {
+		return db.FilterRemoveAndSkipUntil, []byte("b")
+	}
+	return db.FilterKeep, nil
+}
+
+// TestComparerFilterSkipUntil: FilterRemoveAndSkipUntil skips in the
+// family's order.
+func TestComparerFilterSkipUntil(t *testing.T) {
+	d, _ := openTest(t, &db.Options{Comparer: db.ReverseBytewiseComparer(), CompactionFilter: skipFromE{}})
+	defer d.Close()
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		require.NoError(t, d.Put([]byte(k), []byte(k), nil))
+	}
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.CompactRange(nil, nil))
+	require.Equal(t, []string{"f", "b", "a"}, scanKeys(t, d, nil))
+}

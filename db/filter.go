@@ -19,10 +19,11 @@ const (
 	// FilterChangeValue replaces the value with newValue.
 	FilterChangeValue
 	// FilterRemoveAndSkipUntil removes the entry and every entry of a key
-	// below newValue (exclusive) that no snapshot sees, without calling the
-	// filter on them and without leaving deletions: older versions of those
-	// keys in other stripes or lower levels may show again (RocksDB's
-	// kRemoveAndSkipUntil caveat). A newValue <= the key is FilterKeep.
+	// below newValue (exclusive, in the family's key order) that no
+	// snapshot sees, without calling the filter on them and without leaving
+	// deletions: older versions of those keys in other stripes or lower
+	// levels may show again (RocksDB's kRemoveAndSkipUntil caveat). A
+	// newValue <= the key is FilterKeep.
 	FilterRemoveAndSkipUntil
 )
 
