@@ -353,3 +353,20 @@ func TestComparerFilterSkipUntil(t *testing.T) {
 	require.NoError(t, d.CompactRange(nil, nil))
 	require.Equal(t, []string{"f", "b", "a"}, scanKeys(t, d, nil))
 }
+
+type unnamedComparer struct{ userBytewise }
+
+func (unnamedComparer) Name() string { return "" }
+
+// TestComparerNameRequired: a Comparer must have a Name, for Open and for
+// CreateColumnFamily.
+func TestComparerNameRequired(t *testing.T) {
+	_, err := db.Open(t.TempDir(), &db.Options{CreateIfMissing: true, Comparer: unnamedComparer{}})
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
+	require.ErrorContains(t, err, "Comparer")
+	d, _ := openTest(t, nil)
+	defer d.Close()
+	_, err = d.CreateColumnFamily("x", &db.ColumnFamilyOptions{Comparer: unnamedComparer{}})
+	require.ErrorIs(t, err, db.ErrInvalidArgument)
+	require.Nil(t, d.ColumnFamily("x"))
+}

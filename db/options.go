@@ -515,6 +515,9 @@ func (o *Options) validate() error {
 		return bad("WriteBufferSize", o.WriteBufferSize, fmt.Sprintf("above the memtable limit of %d bytes", int64(maxWriteBufferSize)))
 	case o.BloomBitsPerKey < 0:
 		return bad("BloomBitsPerKey", o.BloomBitsPerKey, "must not be negative")
+	case o.Comparer != nil && o.Comparer.Name() == "":
+		// The name is how the database records its order.
+		return bad("Comparer", fmt.Sprintf("%T", o.Comparer), "its Name is empty")
 	case o.Compression < NoCompression || o.Compression > ZstdCompression:
 		return bad("Compression", int(o.Compression), "unknown compression")
 	case o.CompactionStyle != LevelCompaction && o.CompactionStyle != FIFOCompaction:
