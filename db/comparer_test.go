@@ -2,8 +2,10 @@ package db_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -369,4 +371,31 @@ func TestComparerNameRequired(t *testing.T) {
 	_, err = d.CreateColumnFamily("x", &db.ColumnFamilyOptions{Comparer: unnamedComparer{}})
 	require.ErrorIs(t, err, db.ErrInvalidArgument)
 	require.Nil(t, d.ColumnFamily("x"))
+}
+
+// TestComparerConcurrentWriters: writers inserting into the memtable
+// concurrently (the default) keep the reverse order; run under -race too.
+func TestComparerConcurrentWriters(t *testing.T) {
+	d, _ := openTest(t, &db.Options{Comparer: db.ReverseBytewiseComparer(), WriteBufferSize: 64 << 10})
+	defer d.Close()
+	const writers, each = 4, 300
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func(w int) {
+			var err error
+			for i := 0; i < each && err == nil; i++ {
+				err = d.Put([]byte(fmt.Sprintf("%04d-%d", i, w)), []byte("v"), nil)
+			}
+			errs <- err
+		}(w)
+	}
+	for w := 0; w < writers; w++ {
+		require.NoError(t, <-errs)
+	}
+	keys := scanKeys(t, d, nil)
+	require.Len(t, keys, writers*each)
+	require.True(t, sort.SliceIsSorted(keys, func(i, j int) bool { return keys[i] > keys[j] }))
+	for i := 1; i < len(keys); i++ {
+		require.NotEqual(t, keys[i-1], keys[i])
+	}
 }
