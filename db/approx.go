@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/version"
 )
@@ -57,7 +58,7 @@ func (cf *ColumnFamily) ApproximateSize(start, end []byte, opts *ApproximateSize
 	if o.ExcludeFiles && !o.IncludeMemtables {
 		return 0, errors.Wrap(ErrInvalidArgument, "strata: ApproximateSize: neither files nor memtables included")
 	}
-	if end != nil && bytes.Compare(start, end) > 0 {
+	if start != nil && end != nil && cf.cmp.CompareUser(start, end) > 0 {
 		return 0, errors.Wrapf(ErrInvalidArgument, "strata: ApproximateSize: start %q > end %q", start, end)
 	}
 	if end != nil && bytes.Equal(start, end) {
@@ -69,7 +70,7 @@ func (cf *ColumnFamily) ApproximateSize(start, end []byte, opts *ApproximateSize
 	if !o.ExcludeFiles {
 		for _, files := range rs.version.Levels {
 			for _, f := range files {
-				n, err := d.approximateTableSize(f, start, end)
+				n, err := d.approximateTableSize(cf.cmp, f, start, end)
 				if err != nil {
 					return 0, err
 				}
@@ -87,16 +88,18 @@ func (cf *ColumnFamily) ApproximateSize(start, end []byte, opts *ApproximateSize
 
 // approximateTableSize is the part of f's bytes holding keys in [start,
 // end) (end nil: unbounded).
-func (d *DB) approximateTableSize(f *version.FileMetadata, start, end []byte) (uint64, error) {
+func (d *DB) approximateTableSize(cmp *base.Comparer, f *version.FileMetadata, start, end []byte) (uint64, error) {
 	smallest, largest := f.Smallest.UserKey, f.Largest.UserKey
-	if end != nil && bytes.Compare(end, smallest) <= 0 {
+	if end != nil && cmp.CompareUser(end, smallest) <= 0 {
 		return 0, nil
 	}
-	if bytes.Compare(start, largest) > 0 {
+	// nil start is the smallest key: under orders other than bytewise the
+	// empty key is not.
+	if start != nil && cmp.CompareUser(start, largest) > 0 {
 		return 0, nil
 	}
-	startWhole := bytes.Compare(start, smallest) <= 0
-	endWhole := end == nil || bytes.Compare(end, largest) > 0
+	startWhole := start == nil || cmp.CompareUser(start, smallest) <= 0
+	endWhole := end == nil || cmp.CompareUser(end, largest) > 0
 	if startWhole && endWhole {
 		return f.Size, nil
 	}
@@ -135,9 +138,13 @@ func memtableRangeBytes(m *memtable.MemTable, start, end []byte) uint64 {
 	var it memtable.Iter
 	it.Init(m)
 	var n uint64
-	for ok := it.SeekGE(start); ok; ok = it.Next() {
+	ok := it.First()
+	if start != nil {
+		ok = it.SeekGE(start)
+	}
+	for ; ok; ok = it.Next() {
 		k := it.Key()
-		if end != nil && bytes.Compare(k.UserKey, end) >= 0 {
+		if end != nil && m.Comparer().CompareUser(k.UserKey, end) >= 0 {
 			break
 		}
 		n += uint64(len(k.UserKey)) + 8 + uint64(len(it.Value()))

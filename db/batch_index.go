@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/cockroachdb/errors"
@@ -65,6 +64,7 @@ func (b *Batch) indexLast(id uint32, kind base.Kind, key, value []byte) {
 	m := x.mems[id]
 	if m == nil {
 		m = memtable.New(batchIndexArena)
+		m.SetComparer(x.d.comparerOf(id))
 		x.mems[id] = m
 	}
 	if err := insertIndexed(m, kind, key, value, seq); err != nil {
@@ -77,7 +77,7 @@ func (b *Batch) indexLast(id uint32, kind base.Kind, key, value []byte) {
 
 func insertIndexed(m *memtable.MemTable, kind base.Kind, key, value []byte, seq base.SeqNum) error {
 	if kind == base.KindRangeDelete {
-		if base.CompareUser(key, value) >= 0 {
+		if m.Comparer().CompareUser(key, value) >= 0 {
 			return nil // an empty range deletes nothing, as in applyRecord
 		}
 		return m.AddRangeDel(base.Tombstone{Start: key, End: value, Seq: seq})
@@ -134,6 +134,7 @@ func (x *batchIndex) fill(b *batch.Batch, want func(uint32) bool, size int, fres
 		m := fresh[id]
 		if m == nil {
 			m = memtable.New(size)
+			m.SetComparer(x.d.comparerOf(id))
 			fresh[id] = m
 		}
 		if err := insertIndexed(m, kind, key, value, seq); err != nil {
@@ -217,7 +218,7 @@ func (x *batchIndex) get(cf *ColumnFamily, key []byte, ro *ReadOptions, n uint32
 	hi := batchSeqBase + base.SeqNum(n)
 	var tomb base.SeqNum
 	if m.HasTombstones() {
-		tomb = rangedel.MaxCoveringIn(m.Tombstones(hi), key, hi)
+		tomb = rangedel.MaxCoveringIn(cf.cmp, m.Tombstones(hi), key, hi)
 	}
 	v, kind, seq, ok := m.Get(key, hi)
 	switch {
@@ -233,15 +234,19 @@ func (x *batchIndex) get(cf *ColumnFamily, key []byte, ro *ReadOptions, n uint32
 	}
 	// Merge operands on top: resolve through an iterator, which applies
 	// the read path's rules across the batch and the database.
-	upper := append(append([]byte{}, key...), 0)
-	r := ReadOptions{LowerBound: key, UpperBound: upper}
+	r := ReadOptions{LowerBound: key}
+	if cf.cmp.Bytewise {
+		// key+"\x00" is key's successor in bytewise order only; other
+		// orders read unbounded and check the key found.
+		r.UpperBound = append(append([]byte{}, key...), 0)
+	}
 	if ro != nil {
 		r.Snapshot = ro.Snapshot
 	}
 	it := x.newIterator(cf, &r, n, nil)
 	it.Seek(key)
 	var out []byte
-	if it.Valid() {
+	if it.Valid() && (cf.cmp.Bytewise || cf.cmp.Compare(it.Key(), key) == 0) {
 		out = append([]byte{}, it.Value()...)
 	}
 	err := it.Err()
@@ -329,10 +334,10 @@ func (x *batchIndex) newIterator(cf *ColumnFamily, ro *ReadOptions, n uint32, tr
 	if m.HasTombstones() {
 		tombs = append(tombs, m.Tombstones(hi)...)
 	}
-	set := rangedel.Build(tombs, hi)
+	set := rangedel.Build(cf.cmp, tombs, hi)
 	it.tombs = &set
 	var outer iterator.Merging
-	outer.Init(m.NewIter(), &seqFilter{in: &it.st.merging, snap: dbSnap})
+	outer.Init(cf.cmp, m.NewIter(), &seqFilter{in: &it.st.merging, snap: dbSnap})
 	it.iter = &outer
 	// Entries of the database newer than its read number are dropped by
 	// seqFilter; those of the batch past its first n by the iterator's own
@@ -386,16 +391,19 @@ func (f *seqFilter) Close() error { return nil }
 type readRange struct {
 	cf           *ColumnFamily
 	loSet, hiSet bool
-	lo, hi       []byte // lo inclusive, hi exclusive
+	lo, hi       []byte // lo inclusive, hi exclusive unless hiIncl
 	loInf, hiInf bool   // no lower (upper) end
+	// hiIncl: hi was a key read, so the range includes it. (A key's
+	// successor is not something every comparer can name.)
+	hiIncl bool
 }
 
 // used reports whether the iterator was positioned.
 func (r *readRange) used() bool { return r.loSet || r.hiSet }
 
 // bounds returns the range to validate, an end that no move set unbounded.
-func (r *readRange) bounds() (lo []byte, loInf bool, hi []byte, hiInf bool) {
-	return r.lo, r.loInf || !r.loSet, r.hi, r.hiInf || !r.hiSet
+func (r *readRange) bounds() (lo []byte, loInf bool, hi []byte, hiInf, hiIncl bool) {
+	return r.lo, r.loInf || !r.loSet, r.hi, r.hiInf || !r.hiSet, r.hiIncl
 }
 
 func (r *readRange) extendLo(k []byte, inf bool) {
@@ -406,21 +414,23 @@ func (r *readRange) extendLo(k []byte, inf bool) {
 	case r.loInf:
 	case inf:
 		r.loInf = true
-	case bytes.Compare(k, r.lo) < 0:
+	case r.cf.cmp.CompareUser(k, r.lo) < 0:
 		r.lo = append(r.lo[:0], k...)
 	}
 }
 
-func (r *readRange) extendHi(k []byte, inf bool) {
+func (r *readRange) extendHi(k []byte, inf, incl bool) {
 	switch {
 	case !r.hiSet:
 		r.hiSet = true
-		r.hi, r.hiInf = append(r.hi[:0], k...), inf
+		r.hi, r.hiInf, r.hiIncl = append(r.hi[:0], k...), inf, incl
 	case r.hiInf:
 	case inf:
 		r.hiInf = true
-	case bytes.Compare(k, r.hi) > 0:
-		r.hi = append(r.hi[:0], k...)
+	default:
+		if c := r.cf.cmp.CompareUser(k, r.hi); c > 0 || c == 0 && incl {
+			r.hi, r.hiIncl = append(r.hi[:0], k...), incl
+		}
 	}
 }
 
@@ -438,9 +448,9 @@ func (it *Iterator) trackStart(forwardFrom []byte, backFrom []byte, isForward bo
 		return
 	}
 	if backFrom == nil {
-		r.extendHi(it.upper, it.upper == nil)
+		r.extendHi(it.upper, it.upper == nil, false)
 	} else {
-		r.extendHi(backFrom, false)
+		r.extendHi(backFrom, false, false)
 	}
 }
 
@@ -452,11 +462,9 @@ func (it *Iterator) trackEnd(isForward bool) {
 	valid := it.valid && it.err == nil
 	if isForward {
 		if valid {
-			k := it.Key()
-			it.trackBuf = append(append(it.trackBuf[:0], k...), 0)
-			r.extendHi(it.trackBuf, false)
+			r.extendHi(it.Key(), false, true)
 		} else {
-			r.extendHi(it.upper, it.upper == nil || it.err != nil)
+			r.extendHi(it.upper, it.upper == nil || it.err != nil, false)
 		}
 		return
 	}
@@ -470,12 +478,11 @@ func (it *Iterator) trackEnd(isForward bool) {
 // trackSeekForPrev notes the start of SeekForPrev(key): every key <= key,
 // within the upper bound.
 func (it *Iterator) trackSeekForPrev(key []byte) {
-	if it.upper != nil && bytes.Compare(key, it.upper) >= 0 {
-		it.track.extendHi(it.upper, false)
+	if it.upper != nil && it.cmp.CompareUser(key, it.upper) >= 0 {
+		it.track.extendHi(it.upper, false, false)
 		return
 	}
-	it.trackBuf = append(append(it.trackBuf[:0], key...), 0)
-	it.track.extendHi(it.trackBuf, false)
+	it.track.extendHi(key, false, true)
 }
 
 // nextTracked is Next for an iterator that tracks its range: the plain

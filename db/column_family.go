@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/prefix"
@@ -36,6 +37,9 @@ type ColumnFamily struct {
 	// DB-wide fields of the DB's Options, so code that reads a DB-wide
 	// field through a family sees the DB's value.
 	opts Options
+	// cmp orders the family's keys, fixed for its life: the one its
+	// Version holds (resolved at Open or CreateColumnFamily).
+	cmp *base.Comparer
 	// blob is the blob file options in force (SetOptions replaces it).
 	blob atomic.Pointer[blobSettings]
 	// dropped is set (under d.mu) when DropColumnFamily recorded the drop.
@@ -98,6 +102,7 @@ type ColumnFamilyOptions struct {
 	DisableReadTriggeredCompactions  bool
 	MergeOperator                    MergeOperator
 	CompactionFilter                 CompactionFilter
+	Comparer                         Comparer
 	TTL                              time.Duration
 	BlockSize                        int
 	IndexType                        IndexType
@@ -138,6 +143,7 @@ func (o *Options) ColumnFamilyOptions() ColumnFamilyOptions {
 		DisableReadTriggeredCompactions:     o.DisableReadTriggeredCompactions,
 		MergeOperator:                       o.MergeOperator,
 		CompactionFilter:                    o.CompactionFilter,
+		Comparer:                            o.Comparer,
 		TTL:                                 o.TTL,
 		BlockSize:                           o.BlockSize,
 		IndexType:                           o.IndexType,
@@ -183,6 +189,7 @@ func (o Options) withFamily(c *ColumnFamilyOptions) (Options, error) {
 		o.DisableReadTriggeredCompactions = c.DisableReadTriggeredCompactions
 		o.MergeOperator = c.MergeOperator
 		o.CompactionFilter = c.CompactionFilter
+		o.Comparer = c.Comparer
 		o.TTL = c.TTL
 		o.BlockSize = c.BlockSize
 		o.IndexType = c.IndexType
@@ -214,6 +221,9 @@ func (o Options) withFamily(c *ColumnFamilyOptions) (Options, error) {
 func (d *DB) newColumnFamily(vf *version.Family, o Options) *ColumnFamily {
 	cf := &ColumnFamily{d: d, id: vf.ID(), name: vf.Name(), opts: o}
 	cf.mu.vf = vf
+	cf.cmp = vf.Current().Comparer()
+	d.cmps.Store(cf.id, cf.cmp)
+	d.cmpNames.LoadOrStore(cf.cmp.Name, cf.cmp)
 	cf.writeBufferSize.Store(int64(o.WriteBufferSize))
 	cf.comp.disableAuto.Store(o.DisableAutoCompactions)
 	cf.seekCompactions = !o.DisableReadTriggeredCompactions && !o.ReadOnly &&
@@ -270,6 +280,24 @@ func (d *DB) ColumnFamilies() []*ColumnFamily {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]*ColumnFamily(nil), d.mu.fams...)
+}
+
+// comparerOf returns the order of the family with id (bytewise for an id
+// no family had). It takes no lock.
+func (d *DB) comparerOf(id uint32) *base.Comparer {
+	if c, ok := d.cmps.Load(id); ok {
+		return c.(*base.Comparer)
+	}
+	return base.DefaultComparer
+}
+
+// comparerNamed returns the comparer of an open family named name, or a
+// built-in one, or nil. It takes no lock.
+func (d *DB) comparerNamed(name string) *base.Comparer {
+	if c, ok := d.cmpNames.Load(name); ok {
+		return c.(*base.Comparer)
+	}
+	return base.BuiltinComparer(name)
 }
 
 // familyLocked returns the live family with id, or nil. d.mu must be held.
@@ -341,7 +369,7 @@ func (d *DB) createFamilyLocked(name string, opts *ColumnFamilyOptions, writeOpt
 	// The family's log number is the current WAL: nothing older holds a
 	// record of it.
 	ve := &version.Edit{ColumnFamily: id, ColumnFamilyAdd: name, HasColumnFamilyAdd: true,
-		LogNumber: d.mu.log.num, HasLogNumber: true}
+		LogNumber: d.mu.log.num, HasLogNumber: true, Comparer: internalComparer(o.Comparer)}
 	if err := vs.LogAndApply(ve); err != nil {
 		err = errors.Wrapf(err, "strata: creating column family %q", name)
 		d.setBgErrLocked(err)
@@ -447,7 +475,7 @@ func ListColumnFamilies(dir string) ([]string, error) {
 }
 
 func listColumnFamilies(fs vfs.FS, dir string) ([]string, error) {
-	vs, err := version.Load(fs, dir, version.Options{})
+	vs, err := version.Load(fs, dir, version.Options{Comparer: namesOnlyComparer})
 	if err != nil {
 		return nil, errors.Wrapf(err, "strata: listing the column families of %s", dir)
 	}

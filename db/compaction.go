@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -240,8 +239,8 @@ func (d *DB) pickAutoLocked(cf *ColumnFamily) *compaction {
 	busy := func(level int, smallest, largest []byte) bool {
 		for _, c := range cf.comp.inflight {
 			p := c.pick
-			if p.OutputLevel == level && bytes.Compare(smallest, p.Largest) <= 0 &&
-				bytes.Compare(p.Smallest, largest) <= 0 {
+			if p.OutputLevel == level && cf.cmp.CompareUser(smallest, p.Largest) <= 0 &&
+				cf.cmp.CompareUser(p.Smallest, largest) <= 0 {
 				return true
 			}
 		}
@@ -281,8 +280,8 @@ type ingestRange struct {
 // placed). d.mu must be held.
 func (cf *ColumnFamily) ingestingOverLocked(level int, smallest, largest []byte) bool {
 	for _, r := range cf.comp.ingesting {
-		if r.level >= level && bytes.Compare(smallest, r.largest) <= 0 &&
-			bytes.Compare(r.smallest, largest) <= 0 {
+		if r.level >= level && cf.cmp.CompareUser(smallest, r.largest) <= 0 &&
+			cf.cmp.CompareUser(r.smallest, largest) <= 0 {
 			return true
 		}
 	}
@@ -574,7 +573,7 @@ func (cf *ColumnFamily) CompactRange(start, end []byte) error {
 	if d.opts.ReadOnly {
 		return errors.Wrap(ErrReadOnly, "strata: CompactRange on a read-only database")
 	}
-	if start != nil && end != nil && base.CompareUser(start, end) > 0 {
+	if start != nil && end != nil && cf.cmp.CompareUser(start, end) > 0 {
 		return errors.Wrapf(ErrInvalidArgument, "strata: CompactRange start %q > end %q", start, end)
 	}
 	if err := d.beginOp("CompactRange"); err != nil {

@@ -122,7 +122,7 @@ func (m *compactionMerger) run() error {
 		}
 		stripe := stripeOf(seq, m.snaps)
 		if m.skip != nil {
-			if bytes.Compare(uk, m.skip) < 0 {
+			if m.cf.cmp.CompareUser(uk, m.skip) < 0 {
 				if stripe == len(m.snaps) {
 					// Skipped by the filter: dropped without a deletion,
 					// and not read as this stripe's newest (RocksDB seeks
@@ -209,7 +209,7 @@ func (m *compactionMerger) run() error {
 			case FilterChangeValue:
 				value = nv
 			case FilterRemoveAndSkipUntil:
-				if m.skip = skipUntil(uk, nv); m.skip != nil {
+				if m.skip = skipUntil(m.cf.cmp, uk, nv); m.skip != nil {
 					ok = it.Next()
 					continue
 				}

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -55,9 +54,9 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 	// to snapshot j (the last: every tombstone).
 	sets := make([]rangedel.Set, len(snaps)+1)
 	for j, s := range snaps {
-		sets[j] = rangedel.Build(tombs, s)
+		sets[j] = rangedel.Build(c.cf.cmp, tombs, s)
 	}
-	sets[len(snaps)] = rangedel.Build(tombs, base.MaxSeqNum)
+	sets[len(snaps)] = rangedel.Build(c.cf.cmp, tombs, base.MaxSeqNum)
 	var kept []base.Tombstone
 	for _, t := range tombs {
 		if c.bottommost && stripeOf(t.Seq, snaps) == 0 {
@@ -90,7 +89,7 @@ func (d *DB) runCompaction(c *compaction, snaps []base.SeqNum) ([]*version.FileM
 			if i < n-1 {
 				o.upper = bounds[i]
 			}
-			o.tombs = clipTombstones(kept, o.lower, o.upper)
+			o.tombs = clipTombstones(c.cf.cmp, kept, o.lower, o.upper)
 		}
 		outs[i] = o
 	}
@@ -174,7 +173,7 @@ func (d *DB) runSubcompaction(out *compactionOutputs, sets []rangedel.Set, snaps
 		return err
 	}
 	if out.lower != nil || out.upper != nil {
-		it = &boundedIter{Iterator: it, lo: out.lower, hi: out.upper}
+		it = &boundedIter{Iterator: it, lo: out.lower, hi: out.upper, cmp: out.c.cf.cmp}
 	}
 	// Counted inside the range's bounds: an entry read past them belongs
 	// to the next range, which counts it.
@@ -242,22 +241,22 @@ func (d *DB) compactionIter(c *compaction, lower []byte) (iterator.Iterator, err
 		}
 		if level == 0 {
 			for _, f := range files {
-				iters = append(iters, d.compactionLevelIter([]*version.FileMetadata{f}))
+				iters = append(iters, d.compactionLevelIter(c.cf.cmp, []*version.FileMetadata{f}))
 			}
 		} else if len(files) > 0 {
-			iters = append(iters, d.compactionLevelIter(files))
+			iters = append(iters, d.compactionLevelIter(c.cf.cmp, files))
 		}
 	}
-	return iterator.NewMerging(iters...), nil
+	return iterator.NewMerging(c.cf.cmp, iters...), nil
 }
 
 // compactionLevelIter iterates sorted, non-overlapping files in order.
-func (d *DB) compactionLevelIter(files []*version.FileMetadata) iterator.Iterator {
+func (d *DB) compactionLevelIter(cmp *base.Comparer, files []*version.FileMetadata) iterator.Iterator {
 	bounds := make([]iterator.FileBounds, len(files))
 	for i, f := range files {
 		bounds[i] = iterator.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
 	}
-	return iterator.NewLevel(bounds, func(i int) (iterator.Iterator, error) {
+	return iterator.NewLevel(cmp, bounds, func(i int) (iterator.Iterator, error) {
 		e, err := d.tables.acquire(files[i])
 		if err != nil {
 			return nil, err
@@ -376,7 +375,7 @@ func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) e
 // a grandparent boundary.
 func (o *compactionOutputs) advanceGrandparents(ukey []byte) (crossed bool) {
 	gp := o.c.pick.Grandparents
-	for o.gpIndex < len(gp) && bytes.Compare(ukey, gp[o.gpIndex].Largest.UserKey) > 0 {
+	for o.gpIndex < len(gp) && o.c.cf.cmp.CompareUser(ukey, gp[o.gpIndex].Largest.UserKey) > 0 {
 		if o.seenKey {
 			o.gpOverlap += gp[o.gpIndex].Size
 			crossed = true
@@ -441,13 +440,13 @@ func (o *compactionOutputs) open() error {
 func (o *compactionOutputs) finish(upper []byte) error {
 	for _, t := range o.tombs {
 		s, e := t.Start, t.End
-		if o.lower != nil && bytes.Compare(s, o.lower) < 0 {
+		if o.lower != nil && o.c.cf.cmp.CompareUser(s, o.lower) < 0 {
 			s = o.lower
 		}
-		if upper != nil && bytes.Compare(e, upper) > 0 {
+		if upper != nil && o.c.cf.cmp.CompareUser(e, upper) > 0 {
 			e = upper
 		}
-		if bytes.Compare(s, e) >= 0 {
+		if o.c.cf.cmp.CompareUser(s, e) >= 0 {
 			continue
 		}
 		if err := o.w.AddTombstone(base.Tombstone{Start: s, End: e, Seq: t.Seq}); err != nil {

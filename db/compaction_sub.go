@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"sort"
 
 	"github.com/stratadb/strata/internal/base"
@@ -80,10 +79,11 @@ func (d *DB) subcompactionBoundaries(c *compaction, n int) ([][]byte, error) {
 		}
 		cands = append(cands, s...)
 	}
-	sort.Slice(cands, func(i, j int) bool { return bytes.Compare(cands[i], cands[j]) < 0 })
+	cmp := c.cf.cmp
+	sort.Slice(cands, func(i, j int) bool { return cmp.CompareUser(cands[i], cands[j]) < 0 })
 	uniq := cands[:0]
 	for _, k := range cands {
-		if len(uniq) == 0 || !bytes.Equal(uniq[len(uniq)-1], k) {
+		if len(uniq) == 0 || cmp.CompareUser(uniq[len(uniq)-1], k) != 0 {
 			uniq = append(uniq, k)
 		}
 	}
@@ -103,12 +103,12 @@ func (d *DB) subcompactionBoundaries(c *compaction, n int) ([][]byte, error) {
 		}
 		// A boundary at or below the smallest input key would leave the
 		// first range empty.
-		if bytes.Compare(k, p.Smallest) <= 0 {
+		if cmp.CompareUser(k, p.Smallest) <= 0 {
 			continue
 		}
 		var before uint64
 		for _, f := range files {
-			b, err := d.approximateTableSize(f, nil, k)
+			b, err := d.approximateTableSize(cmp, f, nil, k)
 			if err != nil {
 				return nil, err
 			}
@@ -124,7 +124,7 @@ func (d *DB) subcompactionBoundaries(c *compaction, n int) ([][]byte, error) {
 			next++
 		}
 	}
-	if len(bounds) > 0 && bytes.Compare(bounds[len(bounds)-1], p.Largest) > 0 {
+	if len(bounds) > 0 && cmp.CompareUser(bounds[len(bounds)-1], p.Largest) > 0 {
 		bounds = bounds[:len(bounds)-1]
 	}
 	return bounds, nil
@@ -135,6 +135,7 @@ func (d *DB) subcompactionBoundaries(c *compaction, n int) ([][]byte, error) {
 type boundedIter struct {
 	iterator.Iterator
 	lo, hi []byte
+	cmp    *base.Comparer
 }
 
 func (b *boundedIter) First() bool {
@@ -147,22 +148,22 @@ func (b *boundedIter) First() bool {
 func (b *boundedIter) Next() bool { return b.check(b.Iterator.Next()) }
 
 func (b *boundedIter) check(ok bool) bool {
-	return ok && (b.hi == nil || bytes.Compare(b.Iterator.Key().UserKey, b.hi) < 0)
+	return ok && (b.hi == nil || b.cmp.CompareUser(b.Iterator.Key().UserKey, b.hi) < 0)
 }
 
 // clipTombstones returns the parts of tombs within [lo, hi) (nil:
 // unbounded), dropping those wholly outside.
-func clipTombstones(tombs []base.Tombstone, lo, hi []byte) []base.Tombstone {
+func clipTombstones(cmp *base.Comparer, tombs []base.Tombstone, lo, hi []byte) []base.Tombstone {
 	var out []base.Tombstone
 	for _, t := range tombs {
 		s, e := t.Start, t.End
-		if lo != nil && bytes.Compare(s, lo) < 0 {
+		if lo != nil && cmp.CompareUser(s, lo) < 0 {
 			s = lo
 		}
-		if hi != nil && bytes.Compare(e, hi) > 0 {
+		if hi != nil && cmp.CompareUser(e, hi) > 0 {
 			e = hi
 		}
-		if bytes.Compare(s, e) < 0 {
+		if cmp.CompareUser(s, e) < 0 {
 			out = append(out, base.Tombstone{Start: s, End: e, Seq: t.Seq})
 		}
 	}

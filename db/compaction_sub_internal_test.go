@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/version"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stratadb/strata/internal/vfs/errorfs"
@@ -366,7 +367,7 @@ func TestSubcompactionBoundariesBalance(t *testing.T) {
 		}
 		var n uint64
 		for _, f := range p.Inputs[0] {
-			b, err := d.approximateTableSize(f, edges[i], edges[i+1])
+			b, err := d.approximateTableSize(base.DefaultComparer, f, edges[i], edges[i+1])
 			require.NoError(t, err)
 			n += b
 		}

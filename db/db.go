@@ -56,11 +56,16 @@ type DB struct {
 
 	dirname string
 	opts    Options // immutable after Open, but for the mutable options below
-	fs      vfs.FS
-	lock    io.Closer
-	cache   *cache.Cache
-	tables  *tableCache
-	blobs   *blobFiles
+	// cmps maps each family id (uint32) to its *base.Comparer and
+	// cmpNames each comparer Name to it, for the paths that know only an
+	// id (indexed batches) or a table's recorded name (the table cache).
+	// Entries are added as families open or are created, never removed.
+	cmps, cmpNames sync.Map
+	fs             vfs.FS
+	lock           io.Closer
+	cache          *cache.Cache
+	tables         *tableCache
+	blobs          *blobFiles
 	// def is the default column family, the one the DB's own methods act
 	// on; it is never dropped.
 	def *ColumnFamily

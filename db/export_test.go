@@ -131,3 +131,7 @@ func SetClockForTesting(d *DB, now func() time.Time) {
 	}
 	d.clock.Store(&now)
 }
+
+// Subcompactions returns the number of key ranges split compactions of d
+// ran (tests check that a workload exercised subcompactions).
+func Subcompactions(d *DB) uint64 { return d.stats.subcompactions.Load() }

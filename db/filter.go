@@ -1,8 +1,9 @@
 package db
 
 import (
-	"bytes"
 	"encoding/binary"
+
+	"github.com/stratadb/strata/internal/base"
 )
 
 // FilterDecision is what a CompactionFilter decides for one entry.
@@ -18,10 +19,11 @@ const (
 	// FilterChangeValue replaces the value with newValue.
 	FilterChangeValue
 	// FilterRemoveAndSkipUntil removes the entry and every entry of a key
-	// below newValue (exclusive) that no snapshot sees, without calling the
-	// filter on them and without leaving deletions: older versions of those
-	// keys in other stripes or lower levels may show again (RocksDB's
-	// kRemoveAndSkipUntil caveat). A newValue <= the key is FilterKeep.
+	// below newValue (exclusive, in the family's key order) that no
+	// snapshot sees, without calling the filter on them and without leaving
+	// deletions: older versions of those keys in other stripes or lower
+	// levels may show again (RocksDB's kRemoveAndSkipUntil caveat). A
+	// newValue <= the key is FilterKeep.
 	FilterRemoveAndSkipUntil
 )
 
@@ -165,8 +167,8 @@ func (f *entryFilter) dropOperand(key, op []byte) bool {
 // skipUntil validates a FilterRemoveAndSkipUntil bound for key: it returns
 // a copy of it, or nil when it is not above key (the decision is then
 // FilterKeep, as RocksDB's).
-func skipUntil(key, bound []byte) []byte {
-	if bytes.Compare(bound, key) <= 0 {
+func skipUntil(cmp *base.Comparer, key, bound []byte) []byte {
+	if cmp.CompareUser(bound, key) <= 0 {
 		return nil
 	}
 	return append([]byte(nil), bound...)

@@ -57,6 +57,7 @@ func (d *DB) newMemTable(cf *ColumnFamily, logNum uint64, need, size int) (*memT
 		d.arenaReuses.Add(1)
 	}
 	m.SetSummaryPrefix(cf.mu.summaryPrefix)
+	m.SetComparer(cf.cmp)
 	mt := &memTable{MemTable: m, logNum: logNum, size: size}
 	mt.refs.Store(1) // the DB's, dropped when it is retired after its flush
 	return mt, nil

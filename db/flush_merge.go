@@ -54,7 +54,7 @@ func (cf *ColumnFamily) flushIter(m *memtable.MemTable, snaps []base.SeqNum, fil
 		out = &flushMergeIter{Iterator: it, d: d, cf: cf, op: op, snaps: snaps}
 	}
 	if f := cf.newEntryFilter(0, true); filter && f != nil {
-		out = &flushFilterIter{Iterator: out, f: f, last: len(snaps), snaps: snaps}
+		out = &flushFilterIter{Iterator: out, f: f, last: len(snaps), snaps: snaps, cmp: cf.cmp}
 	}
 	return out
 }
@@ -203,6 +203,7 @@ func (f *flushMergeIter) queueOperands(ukey []byte) error {
 // bound. Merge operands are not filtered in flushes.
 type flushFilterIter struct {
 	iterator.Iterator
+	cmp   *base.Comparer
 	f     *entryFilter
 	snaps []base.SeqNum
 	last  int // the stripe no snapshot sees
@@ -252,7 +253,7 @@ func (f *flushFilterIter) settle(ok bool) bool {
 		}
 		stripe := stripeOf(k.SeqNum(), f.snaps)
 		if f.skip != nil {
-			if bytes.Compare(k.UserKey, f.skip) < 0 {
+			if f.cmp.CompareUser(k.UserKey, f.skip) < 0 {
 				if stripe == f.last {
 					continue
 				}
@@ -274,7 +275,7 @@ func (f *flushFilterIter) settle(ok bool) bool {
 			f.made, f.key = true, base.MakeInternalKey(f.cur, k.SeqNum(), base.KindSet)
 			f.value = append(f.value[:0], nv...)
 		case FilterRemoveAndSkipUntil:
-			if f.skip = skipUntil(k.UserKey, nv); f.skip != nil {
+			if f.skip = skipUntil(f.cmp, k.UserKey, nv); f.skip != nil {
 				continue
 			}
 		}

@@ -39,8 +39,9 @@ type IngestOptions struct {
 
 // ingestFile is one file being ingested.
 type ingestFile struct {
-	name    string // as the caller gave it
-	path    string // name with its symlinks resolved: the file read and linked
+	cmp     *base.Comparer // the family's order
+	name    string         // as the caller gave it
+	path    string         // name with its symlinks resolved: the file read and linked
 	size    uint64
 	fileNum uint64 // in the database, once assigned
 	linked  bool   // created in the database directory (to remove on failure)
@@ -109,7 +110,7 @@ func (cf *ColumnFamily) Ingest(paths []string, opts *IngestOptions) error {
 		f.name = p
 		files[i] = f
 	}
-	sort.Slice(files, func(i, j int) bool { return bytes.Compare(files[i].smallest, files[j].smallest) < 0 })
+	sort.Slice(files, func(i, j int) bool { return cf.cmp.CompareUser(files[i].smallest, files[j].smallest) < 0 })
 	for i := 1; i < len(files); i++ {
 		if files[i-1].overlaps(files[i].smallest, files[i].largest) {
 			return errors.Wrapf(ErrInvalidArgument, "strata: Ingest: files %s and %s overlap",
@@ -153,13 +154,13 @@ func (cf *ColumnFamily) Ingest(paths []string, opts *IngestOptions) error {
 // treated as inclusive, conservatively).
 func (f *ingestFile) overlaps(start, end []byte) bool {
 	if f.largestExclusive {
-		if bytes.Compare(f.largest, start) <= 0 {
+		if f.cmp.CompareUser(f.largest, start) <= 0 {
 			return false
 		}
-	} else if bytes.Compare(f.largest, start) < 0 {
+	} else if f.cmp.CompareUser(f.largest, start) < 0 {
 		return false
 	}
-	return bytes.Compare(f.smallest, end) <= 0
+	return f.cmp.CompareUser(f.smallest, end) <= 0
 }
 
 func invalidIngest(path, format string, args ...interface{}) error {
@@ -179,15 +180,15 @@ func (d *DB) inspectIngestFile(cf *ColumnFamily, path string, verify bool) (_ *i
 		fh.Close()
 		return nil, errors.Wrapf(err, "strata: Ingest: stat of %s", path)
 	}
-	r, err := table.Open(fh, st.Size(), table.ReaderOptions{FileName: path})
+	r, err := table.Open(fh, st.Size(), table.ReaderOptions{FileName: path, Comparer: cf.cmp})
 	if err != nil {
 		fh.Close()
 		return nil, errors.Wrapf(err, "strata: Ingest")
 	}
 	defer r.Close()
 	p := r.Properties()
-	if p.ComparatorName != "" && p.ComparatorName != base.ComparatorName {
-		return nil, invalidIngest(path, "comparator %q, want %q", p.ComparatorName, base.ComparatorName)
+	if p.ComparatorName != "" && p.ComparatorName != cf.cmp.Name {
+		return nil, invalidIngest(path, "comparator %s does not match the column family's, %s", p.ComparatorName, cf.cmp.Name)
 	}
 	if _, ok := r.GlobalSeqNum(); !ok || p.ExternalSSTVersion != table.ExternalFileVersion {
 		return nil, invalidIngest(path, "not an external table file (rocksdb.external_sst_file.version 2 absent)")
@@ -200,7 +201,7 @@ func (d *DB) inspectIngestFile(cf *ColumnFamily, path string, verify bool) (_ *i
 		return nil, invalidIngest(path, "written for column family %d (%q), not for %d (%q)",
 			p.ColumnFamilyID, p.ColumnFamilyName, cf.id, cf.name)
 	}
-	f := &ingestFile{path: path, size: uint64(st.Size())}
+	f := &ingestFile{path: path, size: uint64(st.Size()), cmp: cf.cmp}
 	it := r.NewIter()
 	defer func() {
 		if cerr := it.Close(); err == nil && cerr != nil {
@@ -224,7 +225,7 @@ func (d *DB) inspectIngestFile(cf *ColumnFamily, path string, verify bool) (_ *i
 			prev := slices.Clone(it.Key().UserKey)
 			for it.Next() {
 				k := it.Key()
-				if bytes.Compare(prev, k.UserKey) >= 0 {
+				if cf.cmp.CompareUser(prev, k.UserKey) >= 0 {
 					return nil, base.MarkCorruption(invalidIngest(path, "keys out of order: %q after %q", k.UserKey, prev))
 				}
 				if err := check(k); err != nil {
@@ -250,7 +251,7 @@ func (d *DB) inspectIngestFile(cf *ColumnFamily, path string, verify bool) (_ *i
 			return nil, errors.Wrapf(err, "strata: Ingest")
 		}
 	}
-	if f.hasPoints && bytes.Compare(f.pointSmallest, f.pointLargest) > 0 {
+	if f.hasPoints && cf.cmp.CompareUser(f.pointSmallest, f.pointLargest) > 0 {
 		return nil, base.MarkCorruption(invalidIngest(path, "first key %q after last key %q", f.pointSmallest, f.pointLargest))
 	}
 	for _, t := range r.Tombstones() {
@@ -269,10 +270,10 @@ func (f *ingestFile) setBounds() {
 	have := f.hasPoints
 	f.smallest, f.largest = f.pointSmallest, f.pointLargest
 	for _, t := range f.tombs {
-		if !have || bytes.Compare(t.Start, f.smallest) < 0 {
+		if !have || f.cmp.CompareUser(t.Start, f.smallest) < 0 {
 			f.smallest = t.Start
 		}
-		if !have || bytes.Compare(t.End, f.largest) > 0 {
+		if !have || f.cmp.CompareUser(t.End, f.largest) > 0 {
 			f.largest, f.largestExclusive = t.End, true
 		}
 		have = true
@@ -301,10 +302,10 @@ func (f *ingestFile) metadata(seq base.SeqNum) *version.FileMetadata {
 	for _, t := range f.tombs {
 		tl := base.MakeInternalKey(t.Start, seq, base.KindRangeDelete)
 		th := base.MakeInternalKey(t.End, base.MaxSeqNum, base.KindRangeDelete)
-		if !have || base.InternalCompare(tl, lo) < 0 {
+		if !have || f.cmp.InternalCompare(tl, lo) < 0 {
 			lo = tl
 		}
-		if !have || base.InternalCompare(th, hi) > 0 {
+		if !have || f.cmp.InternalCompare(th, hi) > 0 {
 			hi = th
 		}
 		have = true
@@ -494,8 +495,8 @@ func (cf *ColumnFamily) ingestLevelLocked(v *version.Version, m *version.FileMet
 		}
 		busy := false
 		for _, c := range cf.comp.inflight {
-			if c.pick.OutputLevel == lvl && bytes.Compare(c.pick.Smallest, hi) <= 0 &&
-				bytes.Compare(lo, c.pick.Largest) <= 0 {
+			if c.pick.OutputLevel == lvl && cf.cmp.CompareUser(c.pick.Smallest, hi) <= 0 &&
+				cf.cmp.CompareUser(lo, c.pick.Largest) <= 0 {
 				busy = true
 			}
 		}

@@ -30,7 +30,8 @@ const (
 type Iterator struct {
 	d     *DB
 	cf    *ColumnFamily
-	st    *iterState // nil once closed
+	cmp   *base.Comparer // cf's order
+	st    *iterState     // nil once closed
 	iter  *iterator.Merging
 	snap  base.SeqNum
 	tombs *rangedel.Set
@@ -116,7 +117,7 @@ func (d *DB) NewIterator(ro *ReadOptions) *Iterator { return d.def.NewIterator(r
 // Err wraps ErrInvalidArgument.
 func (cf *ColumnFamily) NewIterator(ro *ReadOptions) *Iterator {
 	d := cf.d
-	it := &Iterator{d: d, cf: cf}
+	it := &Iterator{d: d, cf: cf, cmp: cf.cmp}
 	if err := cf.check(d); err != nil {
 		it.err, it.closed = err, true
 		return it
@@ -193,7 +194,7 @@ func (d *DB) acquireIterState(rs *readState, snap base.SeqNum) (*iterState, erro
 				st.release()
 				return nil, err
 			}
-			st.merging.Init(st.children...)
+			st.merging.Init(rs.cf.cmp, st.children...)
 			return st, nil
 		}
 		st.release()
@@ -235,7 +236,7 @@ func (st *iterState) buildTombstones(snap base.SeqNum) error {
 		return err
 	}
 	tombs = append(tombs, tt...)
-	st.tombs = rangedel.Build(tombs, snap)
+	st.tombs = rangedel.Build(st.rs.cf.cmp, tombs, snap)
 	st.tombsSnap, st.hasTombs = snap, len(tombs) > 0
 	return nil
 }
@@ -312,7 +313,7 @@ func (st *iterState) build(snap base.SeqNum) error {
 		st.levels = append(st.levels, l)
 		st.children = append(st.children, l)
 	}
-	st.merging.Init(st.children...)
+	st.merging.Init(st.rs.cf.cmp, st.children...)
 	return nil
 }
 
@@ -436,7 +437,9 @@ func (it *Iterator) setPrefix(key []byte) {
 		it.prefixBuf = append(it.prefixBuf[:0], p...)
 		it.prefix = it.prefixBuf
 		it.hasPrefix = true
-		it.prefixContiguous = bytes.HasPrefix(key, p)
+		// The keys with a byte prefix are one run in bytewise order and
+		// in its reverse; other orders need not keep them together.
+		it.prefixContiguous = bytes.HasPrefix(key, p) && (it.cmp.Bytewise || it.cmp == base.ReverseComparer)
 		if !it.totalOrder {
 			it.setFilterPrefix(it.prefix)
 		}
@@ -519,7 +522,7 @@ func (it *Iterator) Seek(key []byte) {
 	it.resetFilteredChildren()
 	it.dir = forward
 	target := key
-	if it.lower != nil && bytes.Compare(target, it.lower) < 0 {
+	if it.lower != nil && it.cmp.CompareUser(target, it.lower) < 0 {
 		target = it.lower
 	}
 	if it.track != nil {
@@ -567,12 +570,10 @@ func (it *Iterator) SeekForPrev(key []byte) {
 	}
 	it.resetFilteredChildren()
 	it.dir = reverse
-	if it.upper != nil && bytes.Compare(key, it.upper) >= 0 {
+	if it.upper != nil && it.cmp.CompareUser(key, it.upper) >= 0 {
 		it.iterValid = it.iter.SeekLT(it.upper)
 	} else {
-		// The last entry <= key is the last one < key+"\x00".
-		it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
-		it.iterValid = it.iter.SeekLT(it.seekBuf)
+		it.seekLE(key)
 	}
 	if it.track != nil {
 		it.trackSeekForPrev(key)
@@ -580,6 +581,31 @@ func (it *Iterator) SeekForPrev(key []byte) {
 	it.findPrevUserEntry()
 	if it.track != nil {
 		it.trackEnd(false)
+	}
+}
+
+// seekLE positions the internal iterator at the last entry whose user key
+// is <= key.
+func (it *Iterator) seekLE(key []byte) {
+	if it.cmp.Bytewise {
+		// The last entry <= key is the last one < key+"\x00".
+		it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
+		it.iterValid = it.iter.SeekLT(it.seekBuf)
+		return
+	}
+	// Other orders have no successor key to name: step past key's
+	// entries and back one.
+	it.seekBuf = append(it.seekBuf[:0], key...)
+	ok := it.iter.SeekGE(it.seekBuf)
+	for ok && it.cmp.Compare(it.iter.Key().UserKey, it.seekBuf) == 0 {
+		ok = it.iter.Next()
+	}
+	if ok {
+		it.iterValid = it.iter.Prev()
+	} else if it.iter.Error() != nil {
+		it.iterValid = false
+	} else {
+		it.iterValid = it.iter.Last()
 	}
 }
 
@@ -655,7 +681,7 @@ func (it *Iterator) Prev() {
 		}
 		for {
 			it.iterValid = it.iter.Prev()
-			if !it.iterValid || bytes.Compare(it.iter.Key().UserKey, it.savedKey) < 0 {
+			if !it.iterValid || it.cmp.CompareUser(it.iter.Key().UserKey, it.savedKey) < 0 {
 				break
 			}
 		}
@@ -698,7 +724,7 @@ func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
 				skipping = true
 				continue
 			}
-			if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
+			if it.upper != nil && it.cmp.CompareUser(k.UserKey, it.upper) >= 0 {
 				it.valid = false
 				return
 			}
@@ -773,10 +799,10 @@ func (it *Iterator) findPrevEntry() {
 		k := it.iter.Key()
 		seq := k.SeqNum()
 		if seq < it.snap {
-			if haveValue && bytes.Compare(k.UserKey, it.savedKey) < 0 {
+			if haveValue && it.cmp.CompareUser(k.UserKey, it.savedKey) < 0 {
 				break
 			}
-			if !haveValue && it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
+			if !haveValue && it.lower != nil && it.cmp.CompareUser(k.UserKey, it.lower) < 0 {
 				break
 			}
 			switch kind := k.Kind(); kind {
@@ -787,7 +813,7 @@ func (it *Iterator) findPrevEntry() {
 				}
 				if ok, stop := it.inPrefix(k.UserKey); !ok {
 					haveValue = false
-					if stop && bytes.Compare(k.UserKey, it.prefix) < 0 {
+					if stop && it.cmp.CompareUser(k.UserKey, it.prefix) < 0 {
 						it.valid = false
 						it.checkErr()
 						return

@@ -86,8 +86,7 @@ func (it *Iterator) Refresh() error {
 		it.iterValid = it.iter.SeekGE(key)
 		it.findNextUserEntry(false, nil)
 	} else {
-		it.seekBuf = append(append(it.seekBuf[:0], key...), 0)
-		it.iterValid = it.iter.SeekLT(it.seekBuf)
+		it.seekLE(key)
 		it.findPrevUserEntry()
 	}
 	return it.err

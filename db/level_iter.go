@@ -21,7 +21,7 @@ func (d *DB) newLevelIter(st *iterState, files []*version.FileMetadata, bounds [
 	for i, f := range files {
 		bounds[i] = iterator.FileBounds{Smallest: f.Smallest, Largest: f.Largest}
 	}
-	return iterator.NewLevel(bounds, func(i int) (iterator.Iterator, error) {
+	return iterator.NewLevel(st.rs.cf.cmp, bounds, func(i int) (iterator.Iterator, error) {
 		e, err := d.tables.acquire(files[i])
 		if err != nil {
 			return nil, err

@@ -261,8 +261,15 @@ func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, err
 	}
 	rs.refs.Add(1) // taken over by the iterator state
 	it := mergeGetIters.Get().(*Iterator)
-	*it = Iterator{d: d, cf: rs.cf, snap: snap, lower: key,
-		upper:      append(append(it.upper[:0], key...), 0),
+	cmp := rs.cf.cmp
+	// The bound key+"\x00" is key's successor only in bytewise order;
+	// other orders read unbounded and check the key found.
+	var upper []byte
+	if cmp.Bytewise {
+		upper = append(append(it.upper[:0], key...), 0)
+	}
+	*it = Iterator{d: d, cf: rs.cf, cmp: cmp, snap: snap, lower: key,
+		upper:      upper,
 		savedKey:   it.savedKey[:0],
 		savedValue: it.savedValue[:0],
 		seekBuf:    it.seekBuf[:0],
@@ -277,7 +284,7 @@ func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, err
 	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
 	it.Seek(key)
 	var v []byte
-	if it.Valid() {
+	if it.Valid() && (cmp.Bytewise || cmp.Compare(it.Key(), key) == 0) {
 		v = append([]byte{}, it.Value()...)
 	}
 	err = it.Err()

@@ -188,7 +188,7 @@ func (d *DB) open() error {
 	if err := d.checkOptionsFiles(listing.options); err != nil {
 		return err
 	}
-	vopts := version.Options{}
+	vopts := version.Options{Comparer: d.familyComparer}
 	var vs *version.VersionSet
 	switch {
 	case !listing.hasCurrent:

@@ -338,6 +338,10 @@ type Options struct {
 	// remove, change, or remove a run of keys (see CompactionFilter). Its
 	// Name is recorded in the OPTIONS file. Default: none.
 	CompactionFilter CompactionFilter
+	// Comparer orders the keys (see Comparer). Default (nil):
+	// BytewiseComparer. It is fixed when the family is created: reopening
+	// with another fails with ErrInvalidArgument.
+	Comparer Comparer
 	// TTL, when > 0, stores values in RocksDB's DBWithTTL format (a 4-byte
 	// write-time suffix, readable by `ldb --ttl`): reads never return a
 	// value written more than TTL ago (unless ReadOptions.IncludeExpired),
@@ -518,6 +522,9 @@ func (o *Options) validate() error {
 		return bad("WriteBufferSize", o.WriteBufferSize, fmt.Sprintf("above the memtable limit of %d bytes", int64(maxWriteBufferSize)))
 	case o.BloomBitsPerKey < 0:
 		return bad("BloomBitsPerKey", o.BloomBitsPerKey, "must not be negative")
+	case o.Comparer != nil && o.Comparer.Name() == "":
+		// The name is how the database records its order.
+		return bad("Comparer", fmt.Sprintf("%T", o.Comparer), "its Name is empty")
 	case o.Compression < NoCompression || o.Compression > ZstdCompression:
 		return bad("Compression", int(o.Compression), "unknown compression")
 	case o.CompactionStyle != LevelCompaction && o.CompactionStyle != FIFOCompaction:

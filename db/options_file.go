@@ -76,9 +76,6 @@ func (d *DB) checkOptionsFiles(nums []uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := optionsfile.CheckComparators(f); err != nil {
-		return err
-	}
 	d.optionsFile = f
 	return nil
 }
@@ -356,7 +353,7 @@ func (fam *ColumnFamily) optionsEntries(out []optionsfile.Entry) []optionsfile.E
 	}
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	cf := func(key, value string) *optionsfile.Entry { return add(optionsfile.SecCF, fam.name, key, value) }
-	cf("comparator", base.ComparatorName)
+	cf("comparator", fam.cmp.Name)
 	cf("merge_operator", optionsMergeOperatorValue(o.MergeOperator)).OpenOnly = true // reported by mergeOperatorReport
 	cf("table_factory", "BlockBasedTable").OpenOnly = true
 	cf("write_buffer_size", itoa(fam.writeBufferSize.Load()))

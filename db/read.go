@@ -123,9 +123,10 @@ type getResult struct {
 // key decides, unless a range tombstone seen so far is newer than it.
 func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
 	r := getResult{cf: rs.cf}
+	cmp := rs.cf.cmp
 	for _, m := range rs.mems {
 		if m.HasTombstones() {
-			if t := rangedel.MaxCoveringIn(m.Tombstones(snap), key, snap); t > r.maxTomb {
+			if t := rangedel.MaxCoveringIn(cmp, m.Tombstones(snap), key, snap); t > r.maxTomb {
 				r.maxTomb = t
 			}
 		}
@@ -136,7 +137,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 	}
 	v := rs.version
 	for _, f := range v.Levels[0] {
-		if !containsUserKey(f, key) {
+		if !containsUserKey(cmp, f, key) {
 			continue
 		}
 		if err := d.getFromTable(f, 0, key, snap, h, &r); err != nil {
@@ -151,7 +152,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 		files := v.Levels[level]
 		i := v.FindFile(level, key)
 		if i < len(files) && version.IsSentinel(files[i].Largest) &&
-			base.CompareUser(files[i].Largest.UserKey, key) == 0 {
+			cmp.CompareUser(files[i].Largest.UserKey, key) == 0 {
 			// An exclusive bound (a clipped range tombstone): key, if
 			// anywhere in the level, is in the next file.
 			i++
@@ -160,7 +161,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 		// levels): the first holds its newer versions, the next ones the
 		// older, so a read at an older snapshot may find nothing visible
 		// in the first and must go on.
-		for ; i < len(files) && containsUserKey(files[i], key); i++ {
+		for ; i < len(files) && containsUserKey(cmp, files[i], key); i++ {
 			if err := d.getFromTable(files[i], level, key, snap, h, &r); err != nil {
 				return nil, err
 			}
@@ -168,7 +169,7 @@ func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle
 				d.chargeSeek(&r)
 				return d.resolveGet(rs, key, snap, &r)
 			}
-			if base.CompareUser(files[i].Largest.UserKey, key) != 0 {
+			if cmp.CompareUser(files[i].Largest.UserKey, key) != 0 {
 				break
 			}
 		}
@@ -230,7 +231,7 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 	defer d.tables.release(e)
 	tr := e.reader
 	if tombs := tr.Tombstones(); len(tombs) > 0 {
-		if t := rangedel.MaxCoveringIn(tombs, key, snap); t > r.maxTomb {
+		if t := rangedel.MaxCoveringIn(r.cf.cmp, tombs, key, snap); t > r.maxTomb {
 			r.maxTomb = t
 		}
 	}
@@ -285,6 +286,6 @@ func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *g
 }
 
 // containsUserKey reports whether key lies within f's user-key bounds.
-func containsUserKey(f *version.FileMetadata, key []byte) bool {
-	return base.CompareUser(f.Smallest.UserKey, key) <= 0 && base.CompareUser(key, f.Largest.UserKey) <= 0
+func containsUserKey(cmp *base.Comparer, f *version.FileMetadata, key []byte) bool {
+	return cmp.CompareUser(f.Smallest.UserKey, key) <= 0 && cmp.CompareUser(key, f.Largest.UserKey) <= 0
 }

@@ -136,6 +136,7 @@ func (d *DB) releaseMemtablesLocked(cf *ColumnFamily) {
 	rs.refs.Store(1)
 	rs.version.Ref()
 	empty := &memTable{MemTable: memtable.New(0), logNum: cf.mu.mem.logNum}
+	empty.SetComparer(cf.cmp)
 	empty.refs.Store(1) // rs's; the DB keeps none
 	rs.mems = []*memTable{empty}
 	cf.publishReadState(rs)

@@ -372,10 +372,10 @@ func keyRangePrefix(v *version.Version) []byte {
 	found := false
 	for _, files := range v.Levels {
 		for _, f := range files {
-			if !found || base.CompareUser(f.Smallest.UserKey, lo) < 0 {
+			if !found || v.Comparer().CompareUser(f.Smallest.UserKey, lo) < 0 {
 				lo = f.Smallest.UserKey
 			}
-			if !found || base.CompareUser(f.Largest.UserKey, hi) > 0 {
+			if !found || v.Comparer().CompareUser(f.Largest.UserKey, hi) > 0 {
 				hi = f.Largest.UserKey
 			}
 			found = true

@@ -281,7 +281,8 @@ func TestCompatOptionsFileWritten(t *testing.T) {
 	require.NoError(t, d.Close())
 }
 
-// TestCompatOptionsFileChecks: a foreign comparator is refused, a
+// TestCompatOptionsFileChecks: a comparator other than the one opened with
+// is refused, a
 // malformed file is corruption naming the file and line, a custom prefix
 // extractor is written as nullptr.
 func TestCompatOptionsFileChecks(t *testing.T) {
@@ -300,7 +301,8 @@ func TestCompatOptionsFileChecks(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
 	_, err = Open(dir, nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	require.ErrorContains(t, err, `comparator "rocksdb.ReverseBytewiseComparator" is not supported`)
+	require.ErrorContains(t, err, "comparator rocksdb.ReverseBytewiseComparator does not match the leveldb.BytewiseComparator it is opened with")
+	require.ErrorContains(t, err, files[0])
 
 	require.NoError(t, os.WriteFile(path, append(append([]byte(nil), orig...), "  no equals sign\n"...), 0o644))
 	_, err = Open(dir, &Options{ReadOnly: true})

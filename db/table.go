@@ -15,6 +15,7 @@ import (
 // tableWriterOptions builds the table package's options for a new file.
 func (cf *ColumnFamily) tableWriterOptions(fileNum uint64) table.WriterOptions {
 	o := table.WriterOptions{
+		Comparer:          cf.cmp,
 		BlockSize:         cf.opts.BlockSize,
 		BloomBitsPerKey:   cf.opts.BloomBitsPerKey,
 		WholeKeyFiltering: true,

@@ -145,7 +145,8 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 		}
 	}
 	r, err := table.Open(rf, st.Size(), table.ReaderOptions{Cache: tc.bcache, FileName: name, FileNum: e.fileNum,
-		LargestSeqNum: largestSeq, CacheIndexAndFilterBlocks: tc.db.opts.CacheIndexAndFilterBlocks,
+		ComparerByName: tc.db.comparerNamed,
+		LargestSeqNum:  largestSeq, CacheIndexAndFilterBlocks: tc.db.opts.CacheIndexAndFilterBlocks,
 		CacheIndexAndFilterBlocksWithHighPriority: !tc.db.opts.DisableCacheIndexAndFilterBlocksWithHighPriority})
 	if err != nil {
 		f.Close()

@@ -499,14 +499,14 @@ func (d *DB) writtenSince(cf *ColumnFamily, key []byte, s base.SeqNum) (bool, er
 		if _, _, seq, ok := m.Get(key, base.MaxSeqNum); ok && seq >= s {
 			return true, nil
 		}
-		if m.HasTombstones() && rangedel.MaxCoveringIn(m.Tombstones(base.MaxSeqNum), key, base.MaxSeqNum) >= s {
+		if m.HasTombstones() && rangedel.MaxCoveringIn(cf.cmp, m.Tombstones(base.MaxSeqNum), key, base.MaxSeqNum) >= s {
 			return true, nil
 		}
 	}
 	h := cf.extractor.Load()
 	for _, files := range rs.version.Levels {
 		for _, f := range files {
-			if f.LargestSeq < s || !containsUserKey(f, key) {
+			if f.LargestSeq < s || !containsUserKey(cf.cmp, f, key) {
 				continue
 			}
 			w, err := d.tableWrittenSince(f, key, s, h, rs.cf)
@@ -526,7 +526,7 @@ func (d *DB) tableWrittenSince(f *version.FileMetadata, key []byte, s base.SeqNu
 	}
 	defer d.tables.release(e)
 	tr := e.reader
-	if tombs := tr.Tombstones(); len(tombs) > 0 && rangedel.MaxCoveringIn(tombs, key, base.MaxSeqNum) >= s {
+	if tombs := tr.Tombstones(); len(tombs) > 0 && rangedel.MaxCoveringIn(cf.cmp, tombs, key, base.MaxSeqNum) >= s {
 		return true, nil
 	}
 	if tr.HasFilter() {
@@ -553,9 +553,9 @@ func (d *DB) tableWrittenSince(f *version.FileMetadata, key []byte, s base.SeqNu
 func (d *DB) writtenInRangeSince(tr *readRange, s base.SeqNum) (bool, error) {
 	rs := tr.cf.loadReadState()
 	defer rs.unref()
-	lo, loInf, hi, hiInf := tr.bounds()
-	r := &keyRange{lo: lo, hi: hi, loInf: loInf, hiInf: hiInf}
-	inRange := func(k []byte) bool { return r.hiInf || base.CompareUser(k, r.hi) < 0 }
+	lo, loInf, hi, hiInf, hiIncl := tr.bounds()
+	r := &keyRange{lo: lo, hi: hi, loInf: loInf, hiInf: hiInf, hiIncl: hiIncl, cmp: tr.cf.cmp}
+	inRange := func(k []byte) bool { return r.hiInf || r.below(k) }
 	for _, m := range rs.mems {
 		if _, largest := m.SeqNumRange(); largest < s {
 			continue
@@ -610,13 +610,13 @@ func (d *DB) tableRangeWrittenSince(f *version.FileMetadata, r *keyRange, s base
 // overlaps reports whether [start, end) (end inclusive with endIncl)
 // meets r.
 func (r *keyRange) overlaps(start, end []byte, endIncl bool) bool {
-	if !r.hiInf && base.CompareUser(start, r.hi) >= 0 {
+	if !r.hiInf && !r.below(start) {
 		return false
 	}
 	if r.loInf {
 		return true
 	}
-	c := base.CompareUser(end, r.lo)
+	c := r.cmp.CompareUser(end, r.lo)
 	return c > 0 || c == 0 && endIncl
 }
 
@@ -636,16 +636,27 @@ func (r *keyRange) tombstoneSince(tombs []base.Tombstone, s base.SeqNum) bool {
 type keyRange struct {
 	lo, hi       []byte
 	loInf, hiInf bool
+	hiIncl       bool // hi is in the range
+	cmp          *base.Comparer
+}
+
+// below reports whether k is below r's upper end (hi not infinite).
+func (r *keyRange) below(k []byte) bool {
+	c := r.cmp.CompareUser(k, r.hi)
+	return c < 0 || c == 0 && r.hiIncl
 }
 
 func (r *readRange) String() string {
-	lo, loInf, hi, hiInf := r.bounds()
+	lo, loInf, hi, hiInf, hiIncl := r.bounds()
 	l, h := fmt.Sprintf("%q", lo), fmt.Sprintf("%q", hi)
 	if loInf {
 		l = "start"
 	}
 	if hiInf {
 		h = "end"
+	}
+	if hiIncl && !hiInf {
+		return "[" + l + ", " + h + "]"
 	}
 	return "[" + l + ", " + h + ")"
 }

@@ -117,7 +117,7 @@ func (cf *ColumnFamily) Delete(key []byte, wo *WriteOptions) error {
 // DeleteRange removes every key in [start, end) from the family. start >
 // end is ErrInvalidArgument; start == end is a no-op.
 func (cf *ColumnFamily) DeleteRange(start, end []byte, wo *WriteOptions) error {
-	if base.CompareUser(start, end) > 0 {
+	if cf.cmp.CompareUser(start, end) > 0 {
 		return errors.Wrapf(ErrInvalidArgument, "strata: DeleteRange start %q > end %q", start, end)
 	}
 	if err := checkBatchGrowth(0, 0, len(start), len(end), true); err != nil {
@@ -269,7 +269,7 @@ func applyBatch(mem *memtable.MemTable, b *batch.Batch, seq base.SeqNum, concurr
 func applyRecord(mem *memtable.MemTable, kind base.Kind, key, value []byte, seq base.SeqNum, concurrent bool) error {
 	switch kind {
 	case base.KindRangeDelete:
-		if base.CompareUser(key, value) < 0 {
+		if mem.Comparer().CompareUser(key, value) < 0 {
 			if err := mem.AddRangeDel(base.Tombstone{Start: key, End: value, Seq: seq}); err != nil {
 				return errors.Wrapf(err, "strata: memtable insert of range deletion [%q, %q)", key, value)
 			}

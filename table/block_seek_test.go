@@ -119,7 +119,7 @@ func TestBlockIter_SeekDamagedRestart(t *testing.T) {
 // inside, between, before and after the keys, in both key forms.
 func TestKeyPrefixes_SeekAgrees(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	var r Reader
+	r := Reader{cmp: base.DefaultComparer}
 	for trial := 0; trial < 300; trial++ {
 		internal := rng.Intn(2) == 0
 		r.userKeyIndex = !internal

@@ -154,7 +154,7 @@ func TestExternalGlobalSeqnoRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.props
-			r := &Reader{props: &p, opts: ReaderOptions{FileName: "x.sst", LargestSeqNum: tc.largest}}
+			r := &Reader{cmp: base.DefaultComparer, props: &p, opts: ReaderOptions{FileName: "x.sst", LargestSeqNum: tc.largest}}
 			err := r.setGlobalSeq()
 			if tc.bad {
 				require.True(t, errors.Is(err, ErrCorruption), "%v", err)

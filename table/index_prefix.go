@@ -59,6 +59,9 @@ func (i *blockIter) userPart(k []byte) []byte {
 // prefixes model, or a restart key does not parse (seeks then report the
 // corruption).
 func (r *Reader) buildKeyPrefixes(block []byte, firstKey bool) *keyPrefixes {
+	if !r.cmp.Bytewise {
+		return nil // the prefixes model bytewise order only
+	}
 	var it blockIter
 	if !r.initIndexIter(&it, block, firstKey, false) || it.numRestarts < minPrefixRestarts {
 		return nil

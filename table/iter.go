@@ -219,11 +219,13 @@ func (it *Iter) loadData() bool {
 		it.err = err
 		return false
 	}
-	if !it.data.init(b, base.CompareEncoded) {
+	if !it.data.init(b, it.r.dataCmp) {
 		it.err = it.r.corruptf("bad data block at offset %d", h.offset)
 		return false
 	}
-	it.data.setMode(cmpInternal)
+	if it.r.cmp.Bytewise {
+		it.data.setMode(cmpInternal)
+	}
 	it.dataH, it.loaded = h, true
 	return true
 }
@@ -422,7 +424,7 @@ func (r *Reader) Get(ukey []byte, snap SeqNum) (value []byte, kind Kind, seq Seq
 	}
 	if it.seekGE(ukey, target) {
 		k := it.Key()
-		if base.CompareUser(k.UserKey, ukey) == 0 {
+		if r.cmp.CompareUser(k.UserKey, ukey) == 0 {
 			value, kind, seq, found = it.Value(), k.Kind(), k.SeqNum(), true
 		}
 	}

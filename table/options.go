@@ -22,9 +22,18 @@ const (
 	blockSizeDeviation = 10
 )
 
+// Comparer is the engine's form of a key order: the db package builds it
+// from a db.Comparer (nil means bytewise wherever one is taken).
+type Comparer = base.Comparer
+
 // WriterOptions configure a table Writer. Zero values mean the defaults;
 // the db layer builds them from its own options.
 type WriterOptions struct {
+	// Comparer orders the user keys (nil: bytewise). Its Name is recorded
+	// as the rocksdb.comparator property; its Separator and Successor, when
+	// set, shorten index keys (bytewise ones use RocksDB's bytewise
+	// shortening, other comparers without them keep full keys).
+	Comparer *Comparer
 	// BlockSize is the target uncompressed size of a data block. Default
 	// 4096. Larger blocks compress better but cost more per point read.
 	BlockSize int

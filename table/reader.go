@@ -25,6 +25,15 @@ type ReadableFile interface {
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
+	// Comparer orders the user keys. Nil: the comparer that
+	// ComparerByName returns for the table's rocksdb.comparator property
+	// (a table records the order it was written in); with ComparerByName
+	// nil too, the built-in comparer of that name. A name neither knows
+	// fails Open with ErrInvalidArgument.
+	Comparer *Comparer
+	// ComparerByName resolves the comparator name a table records (see
+	// Comparer). It returns nil for a name it does not know.
+	ComparerByName func(name string) *Comparer
 	// Cache holds data blocks; nil means no caching.
 	Cache *Cache
 	// FileName names the file in every error message.
@@ -78,6 +87,10 @@ type ReaderOptions struct {
 // blocks are read through the cache under (cacheID, offset); dataEnd is
 // where the footer starts, so every block handle followed lies below it.
 type Reader struct {
+	// cmp orders user keys; dataCmp is its internal-key order, the
+	// comparator of data and range-deletion blocks.
+	cmp     *base.Comparer
+	dataCmp func(a, b []byte) int
 	// closed makes Close idempotent.
 	closed  atomic.Bool
 	f       ReadableFile
@@ -293,14 +306,41 @@ func (r *Reader) readProperties() error {
 	r.userKeyIndex = p.IndexKeyIsUserKey
 	r.deltaIndex = p.IndexValueIsDeltaEncoded
 	r.firstKeyIndex = p.IndexType == IndexBinarySearchWithFirstKey
-	r.indexCmp = base.CompareEncoded
+	if err := r.resolveComparer(); err != nil {
+		return err
+	}
+	r.indexCmp = r.cmp.CompareEncoded
 	if r.userKeyIndex {
-		r.indexCmp = bytes.Compare
+		r.indexCmp = r.cmp.Compare
 	}
 	if p.IndexType > IndexBinarySearchWithFirstKey {
 		return r.corruptf("unknown index type %d", p.IndexType)
 	}
 	return r.setGlobalSeq()
+}
+
+// Comparer returns the order the table is read in (never nil).
+func (r *Reader) Comparer() *Comparer { return r.cmp }
+
+// resolveComparer settles the table's order (see ReaderOptions.Comparer).
+func (r *Reader) resolveComparer() error {
+	r.cmp = r.opts.Comparer
+	if r.cmp == nil {
+		name := r.props.ComparatorName
+		if r.opts.ComparerByName != nil {
+			r.cmp = r.opts.ComparerByName(name)
+		}
+		if r.cmp == nil {
+			r.cmp = base.BuiltinComparer(name)
+		}
+		if r.cmp == nil {
+			return base.InvalidArgumentf("table %s: comparator %q is not known", r.opts.FileName, name)
+		}
+	}
+	// Bound once: a method value allocates, and data blocks are opened
+	// on every seek.
+	r.dataCmp = r.cmp.CompareEncoded
+	return nil
 }
 
 // initIndexIter prepares it to walk an index block (or partition).
@@ -315,10 +355,12 @@ func (r *Reader) initIndexIter(it *blockIter, block []byte, firstKey, checked bo
 	} else {
 		ok = it.init(block, r.indexCmp)
 	}
-	if r.userKeyIndex {
-		it.setMode(cmpBytewise)
-	} else {
-		it.setMode(cmpInternal)
+	if r.cmp.Bytewise {
+		if r.userKeyIndex {
+			it.setMode(cmpBytewise)
+		} else {
+			it.setMode(cmpInternal)
+		}
 	}
 	return ok
 }
@@ -424,7 +466,7 @@ func (r *Reader) readRangeDels() error {
 		return err
 	}
 	var it blockIter
-	if !it.init(b, base.CompareEncoded) {
+	if !it.init(b, r.dataCmp) {
 		return r.corruptf("bad range deletion block at offset %d", h.offset)
 	}
 	for ok := it.first(); ok; ok = it.next() {
@@ -443,7 +485,7 @@ func (r *Reader) readRangeDels() error {
 		return r.corruptf("bad range deletion block at offset %d", h.offset)
 	}
 	sort.SliceStable(r.tombstones, func(i, j int) bool {
-		return bytes.Compare(r.tombstones[i].Start, r.tombstones[j].Start) < 0
+		return r.cmp.CompareUser(r.tombstones[i].Start, r.tombstones[j].Start) < 0
 	})
 	return nil
 }

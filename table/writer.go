@@ -41,6 +41,7 @@ type indexEntry struct {
 // key (or Finish) to choose a separator; offset is the number of bytes
 // written so far; err is sticky.
 type Writer struct {
+	cmp  *base.Comparer
 	w    io.Writer
 	opts WriterOptions
 	err  error
@@ -78,7 +79,8 @@ type Writer struct {
 // reported by the first Add or Finish.
 func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	opts = opts.withDefaults()
-	wr := &Writer{w: w, opts: opts, err: opts.validate(), userKeyIndex: opts.FormatVersion >= 3}
+	wr := &Writer{w: w, opts: opts, err: opts.validate(), userKeyIndex: opts.FormatVersion >= 3,
+		cmp: opts.Comparer.OrDefault()}
 	wr.data.restartInterval = opts.BlockRestartInterval
 	if opts.BloomBitsPerKey > 0 && (opts.WholeKeyFiltering || opts.PrefixExtractor != nil) {
 		format := bloom.Legacy
@@ -106,7 +108,7 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 	}
 	if w.meta.HasPointKeys {
 		prev, _ := base.DecodeInternalKey(w.lastKey)
-		if base.InternalCompare(prev, key) >= 0 {
+		if w.cmp.InternalCompare(prev, key) >= 0 {
 			return base.InvalidArgumentf("table: keys out of order: %s after %s", key, prev)
 		}
 	}
@@ -171,14 +173,24 @@ func (w *Writer) addIndexEntry(next base.InternalKey) {
 		w.part.beforeEntry(w, w.blockLastKey(), w.pendingH)
 	}
 	last, _ := base.DecodeInternalKey(w.blockLastKey())
-	if bytes.Equal(last.UserKey, next.UserKey) {
-		w.userKeyIndex = false
-	}
-	w.sepBuf = findShortestSeparator(w.sepBuf[:0], last.UserKey, next.UserKey)
 	var sep []byte
+	if w.cmp.Bytewise {
+		if bytes.Equal(last.UserKey, next.UserKey) {
+			w.userKeyIndex = false
+		}
+		w.sepBuf = findShortestSeparator(w.sepBuf[:0], last.UserKey, next.UserKey)
+	} else {
+		if w.cmp.Compare(last.UserKey, next.UserKey) == 0 {
+			w.userKeyIndex = false
+		}
+		w.sepBuf = append(w.sepBuf[:0], last.UserKey...)
+		if w.cmp.Separator != nil {
+			w.sepBuf = w.cmp.Separator(w.sepBuf[:0], last.UserKey, next.UserKey)
+		}
+	}
 	// As RocksDB's InternalKeyComparator: a separator no longer than the
 	// user key (<=, not LevelDB's <) but larger replaces the block's last key.
-	if len(w.sepBuf) <= len(last.UserKey) && bytes.Compare(last.UserKey, w.sepBuf) < 0 {
+	if len(w.sepBuf) <= len(last.UserKey) && w.cmp.CompareUser(last.UserKey, w.sepBuf) < 0 {
 		sep = base.MakeInternalKey(w.sepBuf, base.MaxSeqNum, base.KindSeek).Append(nil)
 	} else {
 		sep = last.Append(nil)
@@ -268,7 +280,7 @@ func (w *Writer) AddTombstone(t Tombstone) error {
 	if w.err != nil {
 		return w.err
 	}
-	if bytes.Compare(t.Start, t.End) >= 0 {
+	if w.cmp.CompareUser(t.Start, t.End) >= 0 {
 		return base.InvalidArgumentf("table: empty tombstone %s", t)
 	}
 	w.tombstones = append(w.tombstones, base.Tombstone{

@@ -1,7 +1,6 @@
 package table
 
 import (
-	"bytes"
 	"encoding/binary"
 	"sort"
 
@@ -27,7 +26,16 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	}
 	if w.pending {
 		last, _ := base.DecodeInternalKey(w.blockLastUK)
-		w.index = append(w.index, indexEntry{sep: last.Append(nil), handle: w.pendingH})
+		sep := last.Append(nil)
+		// A user comparer's Successor shortens the last index key, under
+		// the same rule as separators (bytewise keeps the full key).
+		if w.cmp.Successor != nil && !w.cmp.Bytewise {
+			w.sepBuf = w.cmp.Successor(w.sepBuf[:0], last.UserKey)
+			if len(w.sepBuf) <= len(last.UserKey) && w.cmp.Compare(last.UserKey, w.sepBuf) < 0 {
+				sep = base.MakeInternalKey(w.sepBuf, base.MaxSeqNum, base.KindSeek).Append(nil)
+			}
+		}
+		w.index = append(w.index, indexEntry{sep: sep, handle: w.pendingH})
 		w.pending = false
 		if w.part != nil {
 			w.part.added(w)
@@ -123,19 +131,19 @@ func (w *Writer) writeIndex() (blockHandle, error) {
 func (w *Writer) writeRangeDels() (blockHandle, error) {
 	ts := w.tombstones
 	sort.Slice(ts, func(i, j int) bool {
-		if c := bytes.Compare(ts[i].Start, ts[j].Start); c != 0 {
+		if c := w.cmp.CompareUser(ts[i].Start, ts[j].Start); c != 0 {
 			return c < 0
 		}
 		if ts[i].Seq != ts[j].Seq {
 			return ts[i].Seq > ts[j].Seq
 		}
-		return bytes.Compare(ts[i].End, ts[j].End) > 0
+		return w.cmp.CompareUser(ts[i].End, ts[j].End) > 0
 	})
 	bw := blockWriter{restartInterval: 1}
 	var key []byte
 	for i, t := range ts {
 		k := base.MakeInternalKey(t.Start, t.Seq, base.KindRangeDelete)
-		if i > 0 && bytes.Equal(ts[i-1].Start, t.Start) && ts[i-1].Seq == t.Seq {
+		if i > 0 && w.cmp.CompareUser(ts[i-1].Start, t.Start) == 0 && ts[i-1].Seq == t.Seq {
 			// Identical internal keys cannot both be stored; the wider
 			// tombstone subsumes the narrower one.
 			continue
@@ -157,10 +165,10 @@ func (w *Writer) setBounds() {
 	for i, t := range w.tombstones {
 		lo := base.MakeInternalKey(t.Start, t.Seq, base.KindRangeDelete)
 		hi := base.MakeInternalKey(t.End, base.MaxSeqNum, base.KindRangeDelete)
-		if (!m.HasPointKeys && i == 0) || base.InternalCompare(lo, m.Smallest) < 0 {
+		if (!m.HasPointKeys && i == 0) || w.cmp.InternalCompare(lo, m.Smallest) < 0 {
 			m.Smallest = lo.Clone()
 		}
-		if (!m.HasPointKeys && i == 0) || base.InternalCompare(hi, m.Largest) > 0 {
+		if (!m.HasPointKeys && i == 0) || w.cmp.InternalCompare(hi, m.Largest) > 0 {
 			m.Largest = hi.Clone()
 		}
 	}
@@ -210,7 +218,7 @@ func (w *Writer) propertyList() []Property {
 	}
 	u(propOriginalFileNumber, o.FileNumber)
 	s(propColumnFamilyName, o.ColumnFamilyName)
-	s(propComparator, base.ComparatorName)
+	s(propComparator, w.cmp.Name)
 	s(propMergeOperator, orNullptr(o.MergeOperatorName))
 	pe := "nullptr"
 	if o.PrefixExtractor != nil {

@@ -270,7 +270,7 @@ func sstScan(t *T, c *cmdline) error {
 		}
 		for n := int64(0); ok && (c.limit < 0 || n < c.limit); ok = it.Next() {
 			k := it.Key()
-			if to != nil && bytes.Compare(k.UserKey, to) >= 0 {
+			if to != nil && r.Comparer().CompareUser(k.UserKey, to) >= 0 {
 				break
 			}
 			val := c.format(it.Value())
@@ -333,7 +333,7 @@ func checkTable(path string, n *int) error {
 	count := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		if count > 0 && base.InternalCompare(prev, k) >= 0 {
+		if count > 0 && r.Comparer().InternalCompare(prev, k) >= 0 {
 			it.Close()
 			return base.CorruptionErrorf("%s: key %q#%d out of order after %q#%d", path,
 				k.UserKey, k.SeqNum(), prev.UserKey, prev.SeqNum())
@@ -402,7 +402,7 @@ func manifestCheck(t *T, c *cmdline) error {
 					return base.CorruptionErrorf("%s: file %d holds sequence number %d above the last sequence %d",
 						path, f.FileNum, f.LargestSeq, st.lastSeq)
 				}
-				if level > 0 && i > 0 && bytes.Compare(fs[i-1].Largest.UserKey, f.Smallest.UserKey) >= 0 &&
+				if level > 0 && i > 0 && cf.cmp().CompareUser(fs[i-1].Largest.UserKey, f.Smallest.UserKey) >= 0 &&
 					!(version.IsSentinel(fs[i-1].Largest) && bytes.Equal(fs[i-1].Largest.UserKey, f.Smallest.UserKey)) {
 					return base.CorruptionErrorf("%s: level %d: file %d overlaps file %d", path, level,
 						fs[i-1].FileNum, f.FileNum)

@@ -130,6 +130,16 @@ func (st *manifestState) apply(e *version.Edit) error {
 // files returns a level's files in RocksDB's order: level 0 newest first
 // (largest, then smallest sequence number, then file number, descending),
 // other levels by smallest internal key, then file number.
+// cmp returns the order the family's records name: a built-in comparer, or
+// bytewise for a name the tool does not know (its checks then assume
+// bytewise order).
+func (cf *cfState) cmp() *base.Comparer {
+	if c := base.BuiltinComparer(cf.comparator); c != nil {
+		return c
+	}
+	return base.DefaultComparer
+}
+
 func (cf *cfState) files(level int) []*version.FileMetadata {
 	fs := make([]*version.FileMetadata, 0, len(cf.levels[level]))
 	for _, f := range cf.levels[level] {
@@ -146,7 +156,7 @@ func (cf *cfState) files(level int) []*version.FileMetadata {
 			}
 			return a.FileNum > b.FileNum
 		}
-		if c := base.InternalCompare(a.Smallest, b.Smallest); c != 0 {
+		if c := cf.cmp().InternalCompare(a.Smallest, b.Smallest); c != 0 {
 			return c < 0
 		}
 		return a.FileNum < b.FileNum

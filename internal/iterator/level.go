@@ -42,15 +42,16 @@ type Level struct {
 	// after a false return return false without touching a child (which
 	// may be nil, or exhausted).
 	valid bool
+	cmp   *base.Comparer
 }
 
 var _ Iterator = (*Level)(nil)
 
 // NewLevel returns an iterator over the concatenation of files, whose
 // iterators open returns on demand. The Level owns the iterators open
-// returns.
-func NewLevel(files []FileBounds, open func(i int) (Iterator, error)) *Level {
-	return &Level{files: files, open: open, curIdx: -1}
+// returns. Keys order by cmp (nil: bytewise).
+func NewLevel(cmp *base.Comparer, files []FileBounds, open func(i int) (Iterator, error)) *Level {
+	return &Level{files: files, open: open, curIdx: -1, cmp: cmp.OrDefault()}
 }
 
 // load makes file i the open child. It reports false (and sets l.err) if
@@ -122,7 +123,7 @@ func (l *Level) backward(i int, valid bool) bool {
 func (l *Level) SeekGE(key []byte) bool {
 	l.err, l.valid = nil, false
 	i := sort.Search(len(l.files), func(i int) bool {
-		return base.CompareUser(l.files[i].Largest.UserKey, key) >= 0
+		return l.cmp.CompareUser(l.files[i].Largest.UserKey, key) >= 0
 	})
 	if i >= len(l.files) || !l.load(i) {
 		return false
@@ -136,7 +137,7 @@ func (l *Level) SeekGE(key []byte) bool {
 func (l *Level) SeekLT(key []byte) bool {
 	l.err, l.valid = nil, false
 	i := sort.Search(len(l.files), func(i int) bool {
-		return base.CompareUser(l.files[i].Smallest.UserKey, key) >= 0
+		return l.cmp.CompareUser(l.files[i].Smallest.UserKey, key) >= 0
 	}) - 1
 	if i < 0 || !l.load(i) {
 		return false

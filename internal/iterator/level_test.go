@@ -78,7 +78,7 @@ func TestLevel_Randomized(t *testing.T) {
 		userKeys := 1 + rng.Intn(40)
 		kvs := randomKVs(rng, rng.Intn(150), userKeys)
 		tl := newTestLevel(t, rng, kvs, []float64{0, 0.3, 0.8}[round%3])
-		it := NewLevel(tl.bounds, tl.openFile)
+		it := NewLevel(nil, tl.bounds, tl.openFile)
 		checkAgainstModel(t, rng, it, tl.visible(), 500, userKeys)
 		require.NoError(t, it.Close())
 		require.Zero(t, tl.open, "Close closes the open child")
@@ -97,10 +97,10 @@ func TestLevel_UnderMerging(t *testing.T) {
 		for _, part := range split(rng, kvs, 1+rng.Intn(4)) {
 			tl := newTestLevel(t, rng, part, 0.2)
 			all = append(all, tl.visible()...)
-			iters = append(iters, NewLevel(tl.bounds, tl.openFile))
+			iters = append(iters, NewLevel(nil, tl.bounds, tl.openFile))
 		}
 		sortKVs(all)
-		m := NewMerging(iters...)
+		m := NewMerging(nil, iters...)
 		checkAgainstModel(t, rng, m, all, 400, userKeys)
 		require.NoError(t, m.Close())
 	}
@@ -110,7 +110,7 @@ func TestLevel_OpensLazily(t *testing.T) {
 	kvs := randomKVs(rand.New(rand.NewSource(2)), 100, 50)
 	tl := newTestLevel(t, rand.New(rand.NewSource(3)), kvs, 0)
 	require.Greater(t, len(tl.files), 3)
-	it := NewLevel(tl.bounds, tl.openFile)
+	it := NewLevel(nil, tl.bounds, tl.openFile)
 	require.Zero(t, tl.opens, "NewLevel opens nothing")
 	target := tl.bounds[2].Largest.UserKey
 	require.True(t, it.SeekGE(target))
@@ -123,7 +123,7 @@ func TestLevel_Errors(t *testing.T) {
 	tl := newTestLevel(t, rand.New(rand.NewSource(5)), kvs, 0)
 	require.Greater(t, len(tl.files), 2)
 	tl.failOpen = 1
-	it := NewLevel(tl.bounds, tl.openFile)
+	it := NewLevel(nil, tl.bounds, tl.openFile)
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		n++
@@ -136,7 +136,7 @@ func TestLevel_Errors(t *testing.T) {
 
 	// A child's error surfaces, and is returned by Close.
 	boom := errors.New("boom")
-	it = NewLevel(tl.bounds, func(i int) (Iterator, error) {
+	it = NewLevel(nil, tl.bounds, func(i int) (Iterator, error) {
 		if i == 1 {
 			return NewError(boom), nil
 		}
@@ -152,7 +152,7 @@ func TestLevel_Errors(t *testing.T) {
 }
 
 func TestLevel_Empty(t *testing.T) {
-	it := NewLevel(nil, func(int) (Iterator, error) { panic("no files") })
+	it := NewLevel(nil, nil, func(int) (Iterator, error) { panic("no files") })
 	require.False(t, it.First())
 	require.False(t, it.Last())
 	require.False(t, it.SeekGE([]byte("a")))
@@ -179,7 +179,7 @@ func TestEmptyAndError(t *testing.T) {
 func TestLevel_ResetChildReopens(t *testing.T) {
 	kvs := randomKVs(rand.New(rand.NewSource(6)), 40, 20)
 	tl := newTestLevel(t, rand.New(rand.NewSource(7)), kvs, 0)
-	it := NewLevel(tl.bounds, tl.openFile)
+	it := NewLevel(nil, tl.bounds, tl.openFile)
 	require.True(t, it.First())
 	opens := tl.opens
 	require.True(t, it.First())

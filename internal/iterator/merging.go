@@ -43,6 +43,8 @@ type Merging struct {
 	// second is the heap position (1 or 2) of the runner-up, or 0 when not
 	// known.
 	second int
+	// cmp orders the keys (never nil after Init).
+	cmp *base.Comparer
 }
 
 type mergeItem struct {
@@ -53,16 +55,17 @@ type mergeItem struct {
 var _ Iterator = (*Merging)(nil)
 
 // NewMerging returns a merging iterator over iters, which it owns: Close
-// closes them.
-func NewMerging(iters ...Iterator) *Merging {
+// closes them. Keys order by cmp (nil: bytewise).
+func NewMerging(cmp *base.Comparer, iters ...Iterator) *Merging {
 	m := &Merging{}
-	m.Init(iters...)
+	m.Init(cmp, iters...)
 	return m
 }
 
 // Init resets m to merge iters, reusing m's memory. m must have been closed
 // (or never used).
-func (m *Merging) Init(iters ...Iterator) {
+func (m *Merging) Init(cmp *base.Comparer, iters ...Iterator) {
+	m.cmp = cmp.OrDefault()
 	if cap(m.items) < len(iters) {
 		m.items = make([]mergeItem, len(iters))
 		m.heap = make([]int, 0, len(iters))
@@ -79,7 +82,7 @@ func (m *Merging) Init(iters ...Iterator) {
 
 // less orders two heap entries for the current direction.
 func (m *Merging) less(a, b int) bool {
-	c := base.InternalCompare(m.items[a].key, m.items[b].key)
+	c := m.cmp.InternalCompare(m.items[a].key, m.items[b].key)
 	if c == 0 {
 		c = a - b
 	}
@@ -318,7 +321,7 @@ func (m *Merging) switchToBackward() bool {
 
 // before reports whether entry (a, i) precedes entry (b, j) in merged order.
 func (m *Merging) before(a base.InternalKey, i int, b base.InternalKey, j int) bool {
-	c := base.InternalCompare(a, b)
+	c := m.cmp.InternalCompare(a, b)
 	return c < 0 || (c == 0 && i < j)
 }
 

@@ -1,17 +1,13 @@
 package iterator
 
-import (
-	"fmt"
-
-	"github.com/stratadb/strata/internal/base"
-)
+import "fmt"
 
 // checkHeap panics unless the heap is ordered for the current direction
 // and every cached key is its child's current key. It runs after each
 // heap change in builds with the invariants tag.
 func (m *Merging) checkHeap() {
 	for i, c := range m.heap {
-		if got := m.items[c].iter.Key(); base.InternalCompare(got, m.items[c].key) != 0 {
+		if got := m.items[c].iter.Key(); m.cmp.InternalCompare(got, m.items[c].key) != 0 {
 			panic(fmt.Sprintf("iterator: merging: child %d's cached key %s is not its key %s", c, m.items[c].key, got))
 		}
 		if i > 0 && m.less(c, m.heap[(i-1)/2]) {

@@ -18,7 +18,7 @@ func TestMerging_CheckHeap(t *testing.T) {
 	for i, p := range parts {
 		iters[i] = newSliceIter(p)
 	}
-	m := NewMerging(iters...)
+	m := NewMerging(nil, iters...)
 	n := 0
 	for ok := m.First(); ok; ok = m.Next() {
 		require.NotPanics(t, m.checkHeap)
@@ -29,7 +29,7 @@ func TestMerging_CheckHeap(t *testing.T) {
 		require.NotPanics(t, m.checkHeap)
 	}
 
-	m = NewMerging(
+	m = NewMerging(nil,
 		newSliceIter([]kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}}),
 		newSliceIter([]kv{{base.MakeInternalKey([]byte("b"), 1, base.KindSet), nil}}),
 		newSliceIter([]kv{{base.MakeInternalKey([]byte("c"), 1, base.KindSet), nil}}),

@@ -42,7 +42,7 @@ func TestMerging_RandomizedRuns(t *testing.T) {
 		for i, p := range parts {
 			iters[i] = newSliceIter(p)
 		}
-		m := NewMerging(iters...)
+		m := NewMerging(nil, iters...)
 		checkAgainstModel(t, rng, m, kvs, 500, userKeys)
 
 		// Whole walks: forward, backward, and a zigzag.
@@ -94,7 +94,7 @@ func BenchmarkMerging_NextRuns(b *testing.B) {
 				s.poison = false
 				iters[i] = s
 			}
-			m := NewMerging(iters...)
+			m := NewMerging(nil, iters...)
 			fwd := dir == "forward"
 			if fwd {
 				m.First()

@@ -135,14 +135,14 @@ func TestMerging_Randomized(t *testing.T) {
 		for i, p := range parts {
 			iters[i] = newSliceIter(p)
 		}
-		m := NewMerging(iters...)
+		m := NewMerging(nil, iters...)
 		checkAgainstModel(t, rng, m, kvs, 500, userKeys)
 		require.NoError(t, m.Close())
 	}
 }
 
 func TestMerging_NoChildren(t *testing.T) {
-	m := NewMerging()
+	m := NewMerging(nil)
 	require.False(t, m.First())
 	require.False(t, m.SeekLT([]byte("a")))
 	require.NoError(t, m.Close())
@@ -159,7 +159,7 @@ func TestMerging_DuplicateKeysDeterministic(t *testing.T) {
 		}
 		return newSliceIter(kvs)
 	}
-	m := NewMerging(mk(0, "a", "b"), mk(1, "a", "b"), mk(2, "b"))
+	m := NewMerging(nil, mk(0, "a", "b"), mk(1, "a", "b"), mk(2, "b"))
 	var fwd []string
 	for ok := m.First(); ok; ok = m.Next() {
 		fwd = append(fwd, string(m.Key().UserKey)+string(m.Value()))
@@ -184,7 +184,7 @@ func TestMerging_DuplicateKeysDeterministic(t *testing.T) {
 func TestMerging_ErrorSurfaces(t *testing.T) {
 	boom := errors.New("boom")
 	good := newSliceIter([]kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}})
-	m := NewMerging(good, NewError(boom))
+	m := NewMerging(nil, good, NewError(boom))
 	require.False(t, m.First())
 	require.ErrorIs(t, m.Error(), boom)
 	require.False(t, m.SeekGE([]byte("a")))
@@ -194,7 +194,7 @@ func TestMerging_ErrorSurfaces(t *testing.T) {
 	kvs := randomKVs(rand.New(rand.NewSource(1)), 50, 10)
 	failing := newSliceIter(kvs[:25])
 	failing.failFrom = 10
-	m = NewMerging(newSliceIter(kvs[25:]), failing)
+	m = NewMerging(nil, newSliceIter(kvs[25:]), failing)
 	n := 0
 	for ok := m.First(); ok; ok = m.Next() {
 		n++
@@ -210,7 +210,7 @@ func TestMerging_ErrorSurfaces(t *testing.T) {
 func TestMerging_ErrorResetsOnSuccess(t *testing.T) {
 	flaky := &sliceIter{kvs: []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}}}
 	flaky.failFrom = 1
-	m := NewMerging(flaky)
+	m := NewMerging(nil, flaky)
 	require.False(t, m.First())
 	require.Error(t, m.Error())
 	flaky.failFrom = 0
@@ -220,11 +220,11 @@ func TestMerging_ErrorResetsOnSuccess(t *testing.T) {
 }
 
 func TestMerging_InitReuses(t *testing.T) {
-	m := NewMerging(Empty(), Empty())
+	m := NewMerging(nil, Empty(), Empty())
 	require.False(t, m.First())
 	require.NoError(t, m.Close())
 	kvs := []kv{{base.MakeInternalKey([]byte("x"), 1, base.KindSet), []byte("v")}}
-	m.Init(newSliceIter(kvs))
+	m.Init(nil, newSliceIter(kvs))
 	require.True(t, m.Last())
 	require.Equal(t, "x", string(m.Key().UserKey))
 	require.NoError(t, m.Close())
@@ -240,7 +240,7 @@ func BenchmarkMerging_Next(b *testing.B) {
 		s.poison = false
 		iters[i] = s
 	}
-	m := NewMerging(iters...)
+	m := NewMerging(nil, iters...)
 	m.First()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -261,7 +261,7 @@ func TestMerging_NextDoesNotAllocate(t *testing.T) {
 		s.poison = false
 		iters[i] = s
 	}
-	m := NewMerging(iters...)
+	m := NewMerging(nil, iters...)
 	m.First()
 	allocs := testing.AllocsPerRun(1000, func() {
 		if !m.Next() {

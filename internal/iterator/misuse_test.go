@@ -26,7 +26,7 @@ func TestMerging_StepAfterFalse(t *testing.T) {
 		for _, p := range parts {
 			its = append(its, newSliceIter(p))
 		}
-		return NewMerging(its...)
+		return NewMerging(nil, its...)
 	}
 
 	m := newM()
@@ -46,7 +46,7 @@ func TestMerging_StepAfterFalse(t *testing.T) {
 
 	// After a child's error.
 	its := []Iterator{newSliceIter(parts[0]), &sliceIter{kvs: parts[1], failFrom: 2}}
-	m = NewMerging(its...)
+	m = NewMerging(nil, its...)
 	require.True(t, m.First())
 	for ok := true; ok; ok = m.Next() {
 	}
@@ -60,7 +60,7 @@ func TestLevel_StepAfterFalse(t *testing.T) {
 	tl := newTestLevel(t, rand.New(rand.NewSource(10)), kvs, 0)
 	require.Greater(t, len(tl.files), 2)
 
-	it := NewLevel(tl.bounds, tl.openFile)
+	it := NewLevel(nil, tl.bounds, tl.openFile)
 	stepAfterFalse(t, it, "unpositioned")
 	for ok := it.First(); ok; ok = it.Next() {
 	}
@@ -77,7 +77,7 @@ func TestLevel_StepAfterFalse(t *testing.T) {
 
 	// A file that fails to open leaves no child: Next and Prev return false.
 	tl.failOpen = 1
-	it = NewLevel(tl.bounds, tl.openFile)
+	it = NewLevel(nil, tl.bounds, tl.openFile)
 	for ok := it.First(); ok; ok = it.Next() {
 	}
 	require.Error(t, it.Error())

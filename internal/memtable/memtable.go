@@ -99,6 +99,7 @@ func SizeFor(keyLen, valueLen int) int {
 //   - smallestSeq is math.MaxUint64 and largestSeq 0 while nothing has been
 //     added.
 type MemTable struct {
+	cmp       *base.Comparer
 	arena     *arena
 	points    *skiplist
 	rangeDels *skiplist
@@ -167,6 +168,21 @@ func (m *MemTable) SetSummaryPrefix(p []byte) {
 	p = bytes.Clone(p)
 	m.points.pfx, m.rangeDels.pfx = p, p
 }
+
+// SetComparer sets the order of user keys (nil or a bytewise comparer:
+// bytewise, the default). It must be called before the memtable is used or
+// shared.
+func (m *MemTable) SetComparer(c *base.Comparer) {
+	var general func(a, b []byte) int
+	if c != nil && !c.Bytewise {
+		general = c.Compare
+	}
+	m.points.general, m.rangeDels.general = general, general
+	m.cmp = c
+}
+
+// Comparer returns the order set by SetComparer (never nil).
+func (m *MemTable) Comparer() *base.Comparer { return m.cmp.OrDefault() }
 
 // CommonPrefix returns the longest common prefix of the smallest and the
 // largest user key among the point entries (so of all of them), or nil
@@ -311,7 +327,14 @@ func (m *MemTable) Get(ukey []byte, snap base.SeqNum) (value []byte, kind base.K
 	// Entries with seq >= snap have trailer > snap<<8 - 1 and sort first.
 	s := m.points
 	_, nd := s.seek(ukey, uint64(snap)<<8-1)
-	if nd == s.tail || !bytes.Equal(s.key(nd), ukey) {
+	if nd == s.tail {
+		return nil, 0, 0, false
+	}
+	if s.general == nil {
+		if !bytes.Equal(s.key(nd), ukey) {
+			return nil, 0, 0, false
+		}
+	} else if s.general(s.key(nd), ukey) != 0 {
 		return nil, 0, 0, false
 	}
 	t := s.trailer(nd)

@@ -82,6 +82,9 @@ func summarize(key []byte) uint32 {
 // their summaries), the others have none. Order holds between keys that
 // both have the prefix, the only ones with valid summaries.
 func (s *skiplist) summarize(key []byte) uint32 {
+	if s.general != nil {
+		return 0
+	}
 	if !bytes.HasPrefix(key, s.pfx) {
 		return 0
 	}
@@ -139,6 +142,11 @@ type skiplist struct {
 	// pfx is the summary prefix (see summarize), set before the list is
 	// shared and never changed: a link's summary depends on it.
 	pfx []byte
+	// general is the family's user-key order when it is not bytewise, nil
+	// for bytewise. Summaries order keys bytewise, so a list with a general
+	// order has none (every summary is 0, never decisive) and compares
+	// through general. Set before the list is used, never changed.
+	general func(a, b []byte) int
 
 	// hint is the splice just after the node the last insert added (or
 	// head..tail on every level before the first): preds[i] is the last
@@ -291,7 +299,12 @@ func (s *skiplist) prev(nd uint32) uint32 {
 
 // before reports whether nd sorts before the internal key (ukey, trailer).
 func (s *skiplist) before(nd uint32, ukey []byte, trailer uint64) bool {
-	c := bytes.Compare(s.key(nd), ukey)
+	var c int
+	if s.general == nil {
+		c = bytes.Compare(s.key(nd), ukey)
+	} else {
+		c = s.general(s.key(nd), ukey)
+	}
 	return c < 0 || (c == 0 && s.trailer(nd) > trailer)
 }
 

@@ -203,30 +203,10 @@ func SameFloat(a, b string) bool {
 	return err1 == nil && err2 == nil && x == y
 }
 
-// CheckComparators refuses a file in which a column family orders keys
-// with a comparator other than base.ComparatorName, with an error wrapping
-// base.ErrInvalidArgument naming the family.
-func CheckComparators(f *File) error {
-	for _, s := range f.Sections {
-		if s.Name != SecCF {
-			continue
-		}
-		if c, ok := s.Values["comparator"]; ok && c != base.ComparatorName {
-			return errors.Wrapf(base.ErrInvalidArgument,
-				"strata: %s: column family %q: comparator %q is not supported (Strata orders keys with %s only)", f.Name, s.Arg, c, base.ComparatorName)
-		}
-	}
-	return nil
-}
-
-// Check refuses a file describing what Strata cannot open (see
-// CheckComparators), and otherwise returns the settings that do not map
-// onto ours (the entries Strata would write), one line each:
-// "[Section] key=value: reason".
+// Check returns the settings that do not map onto ours (the entries Strata
+// would write), one line each: "[Section] key=value: reason". (Comparators
+// are the db's to check, against the options a family is opened with.)
 func Check(f *File, ours []Entry) ([]string, error) {
-	if err := CheckComparators(f); err != nil {
-		return nil, err
-	}
 	var report []string
 	for _, e := range ours {
 		if e.OpenOnly {

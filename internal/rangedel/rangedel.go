@@ -4,7 +4,6 @@
 package rangedel
 
 import (
-	"bytes"
 	"sort"
 
 	"github.com/stratadb/strata/internal/base"
@@ -23,41 +22,44 @@ type Fragment struct {
 // frags[i+1].Start. The zero Set is empty and valid.
 type Set struct {
 	frags []Fragment
+	cmp   *base.Comparer
 }
 
 // Build fragments the tombstones visible at snap (Seq < snap). Tombstones
-// are not modified; fragments alias their keys.
-func Build(tombs []base.Tombstone, snap base.SeqNum) Set {
+// are not modified; fragments alias their keys. Keys order by cmp (nil:
+// bytewise).
+func Build(cmp *base.Comparer, tombs []base.Tombstone, snap base.SeqNum) Set {
+	cmp = cmp.OrDefault()
 	// Collect every boundary, then for each elementary interval take the
 	// max seq of the tombstones covering it. Sweep with the tombstones
 	// sorted by start: O(n log n + n*k) where k is the overlap depth.
 	var vis []base.Tombstone
 	for _, t := range tombs {
-		if t.Seq < snap && bytes.Compare(t.Start, t.End) < 0 {
+		if t.Seq < snap && cmp.CompareUser(t.Start, t.End) < 0 {
 			vis = append(vis, t)
 		}
 	}
 	if len(vis) == 0 {
-		return Set{}
+		return Set{cmp: cmp}
 	}
 	bounds := make([][]byte, 0, 2*len(vis))
 	for _, t := range vis {
 		bounds = append(bounds, t.Start, t.End)
 	}
-	sort.Slice(bounds, func(i, j int) bool { return bytes.Compare(bounds[i], bounds[j]) < 0 })
+	sort.Slice(bounds, func(i, j int) bool { return cmp.CompareUser(bounds[i], bounds[j]) < 0 })
 	uniq := bounds[:1]
 	for _, b := range bounds[1:] {
-		if !bytes.Equal(b, uniq[len(uniq)-1]) {
+		if cmp.CompareUser(b, uniq[len(uniq)-1]) != 0 {
 			uniq = append(uniq, b)
 		}
 	}
-	sort.Slice(vis, func(i, j int) bool { return bytes.Compare(vis[i].Start, vis[j].Start) < 0 })
-	var s Set
+	sort.Slice(vis, func(i, j int) bool { return cmp.CompareUser(vis[i].Start, vis[j].Start) < 0 })
+	s := Set{cmp: cmp}
 	var active []base.Tombstone
 	next := 0
 	for i := 0; i+1 < len(uniq); i++ {
 		lo, hi := uniq[i], uniq[i+1]
-		for next < len(vis) && bytes.Compare(vis[next].Start, lo) <= 0 {
+		for next < len(vis) && cmp.CompareUser(vis[next].Start, lo) <= 0 {
 			active = append(active, vis[next])
 			next++
 		}
@@ -65,7 +67,7 @@ func Build(tombs []base.Tombstone, snap base.SeqNum) Set {
 		j := 0
 		var max base.SeqNum
 		for _, t := range active {
-			if bytes.Compare(t.End, lo) > 0 {
+			if cmp.CompareUser(t.End, lo) > 0 {
 				active[j] = t
 				j++
 				if t.Seq > max {
@@ -77,7 +79,7 @@ func Build(tombs []base.Tombstone, snap base.SeqNum) Set {
 		if len(active) == 0 {
 			continue
 		}
-		if n := len(s.frags); n > 0 && s.frags[n-1].MaxSeq == max && bytes.Equal(s.frags[n-1].End, lo) {
+		if n := len(s.frags); n > 0 && s.frags[n-1].MaxSeq == max && cmp.CompareUser(s.frags[n-1].End, lo) == 0 {
 			s.frags[n-1].End = hi
 			continue
 		}
@@ -96,9 +98,13 @@ func (s *Set) Fragments() []Fragment { return s.frags }
 // 0 when none does.
 func (s *Set) MaxCovering(key []byte) base.SeqNum {
 	f := s.frags
+	if len(f) == 0 {
+		return 0
+	}
+	cmp := s.cmp
 	// First fragment whose End > key.
-	i := sort.Search(len(f), func(i int) bool { return bytes.Compare(f[i].End, key) > 0 })
-	if i < len(f) && bytes.Compare(f[i].Start, key) <= 0 {
+	i := sort.Search(len(f), func(i int) bool { return cmp.CompareUser(f[i].End, key) > 0 })
+	if i < len(f) && cmp.CompareUser(f[i].Start, key) <= 0 {
 		return f[i].MaxSeq
 	}
 	return 0
@@ -115,11 +121,12 @@ func (s *Set) Deleted(key []byte, seq base.SeqNum) bool {
 // MaxCoveringIn returns the largest sequence number among the tombstones in
 // tombs that are visible at snap and cover key, or 0. It scans linearly: for
 // the short per-source lists of a point lookup.
-func MaxCoveringIn(tombs []base.Tombstone, key []byte, snap base.SeqNum) base.SeqNum {
+func MaxCoveringIn(cmp *base.Comparer, tombs []base.Tombstone, key []byte, snap base.SeqNum) base.SeqNum {
+	cmp = cmp.OrDefault()
 	var max base.SeqNum
 	for i := range tombs {
 		t := &tombs[i]
-		if t.Seq < snap && t.Seq > max && bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 {
+		if t.Seq < snap && t.Seq > max && cmp.CompareUser(t.Start, key) <= 0 && cmp.CompareUser(key, t.End) < 0 {
 			max = t.Seq
 		}
 	}

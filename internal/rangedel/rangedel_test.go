@@ -22,7 +22,7 @@ func TestBuildMatchesBruteForce(t *testing.T) {
 			})
 		}
 		snap := base.SeqNum(1 + rng.Intn(32))
-		s := Build(tombs, snap)
+		s := Build(nil, tombs, snap)
 		frags := s.Fragments()
 		for i := range frags {
 			require.Less(t, string(frags[i].Start), string(frags[i].End))
@@ -40,7 +40,7 @@ func TestBuildMatchesBruteForce(t *testing.T) {
 					}
 				}
 				require.Equal(t, want, s.Deleted(key, seq), "seed %d key %s seq %d", seed, key, seq)
-				require.Equal(t, MaxCoveringIn(tombs, key, snap), s.MaxCovering(key))
+				require.Equal(t, MaxCoveringIn(nil, tombs, key, snap), s.MaxCovering(key))
 			}
 		}
 	}
@@ -50,6 +50,6 @@ func TestEmpty(t *testing.T) {
 	var s Set
 	require.True(t, s.Empty())
 	require.False(t, s.Deleted([]byte("a"), 1))
-	s = Build([]base.Tombstone{{Start: []byte("b"), End: []byte("b"), Seq: 3}}, 10)
+	s = Build(nil, []base.Tombstone{{Start: []byte("b"), End: []byte("b"), Seq: 3}}, 10)
 	require.True(t, s.Empty())
 }

@@ -63,10 +63,6 @@ func (b *builder) apply(e *Edit) error {
 		if b.added[l][f.FileNum] != nil || (b.baseHas(l, f.FileNum) && !b.deleted[l][f.FileNum]) {
 			return errors.Newf("adding file %06d, which is already in L%d", f.FileNum, l)
 		}
-		if base.InternalCompare(f.Smallest, f.Largest) > 0 {
-			return errors.Newf("adding file %06d with smallest key %s > largest key %s",
-				f.FileNum, f.Smallest, f.Largest)
-		}
 		if b.added[l] == nil {
 			b.added[l] = make(map[uint64]*FileMetadata)
 		}
@@ -79,7 +75,17 @@ func (b *builder) apply(e *Edit) error {
 // Levels without changes share the base's slices: Versions never modify
 // them.
 func (b *builder) finish() (*Version, error) {
-	v := &Version{}
+	v := &Version{cmp: b.base.cmp}
+	// The bounds of added files are checked here, not in apply: a MANIFEST
+	// replay knows a family's comparer only once it has read all of it.
+	for level := range b.added {
+		for _, f := range b.added[level] {
+			if v.Comparer().InternalCompare(f.Smallest, f.Largest) > 0 {
+				return nil, errors.Newf("adding file %06d with smallest key %s > largest key %s",
+					f.FileNum, f.Smallest, f.Largest)
+			}
+		}
+	}
 	addedLevel := make(map[uint64]int)
 	for level := range v.Levels {
 		if len(b.added[level]) == 0 && len(b.deleted[level]) == 0 {
@@ -96,9 +102,9 @@ func (b *builder) finish() (*Version, error) {
 			files = append(files, f)
 			addedLevel[num] = level
 		}
-		sortLevel(level, files)
+		sortLevel(v.Comparer(), level, files)
 		for i := 1; i < len(files); i++ {
-			if err := checkPair(level, files[i-1], files[i]); err != nil {
+			if err := checkPair(v.Comparer(), level, files[i-1], files[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -121,12 +127,12 @@ func (b *builder) finish() (*Version, error) {
 	return v, nil
 }
 
-func sortLevel(level int, files []*FileMetadata) {
+func sortLevel(cmp *base.Comparer, level int, files []*FileMetadata) {
 	if level == 0 {
 		sort.Slice(files, func(i, j int) bool { return l0Less(files[i], files[j]) })
 		return
 	}
 	sort.Slice(files, func(i, j int) bool {
-		return base.InternalCompare(files[i].Smallest, files[j].Smallest) < 0
+		return cmp.InternalCompare(files[i].Smallest, files[j].Smallest) < 0
 	})
 }

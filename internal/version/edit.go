@@ -116,6 +116,10 @@ type WalAddition struct {
 type Edit struct {
 	ComparatorName string
 	HasComparator  bool
+	// Comparer is the order of the family a ColumnFamilyAdd edit creates
+	// (nil: bytewise). It is not encoded: LogAndApply records its Name as
+	// the edit's comparator.
+	Comparer *base.Comparer
 
 	LogNumber          uint64
 	PrevLogNumber      uint64

@@ -64,6 +64,12 @@ func Load(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	vs.maxColumnFamily = r.maxCF
 	for _, id := range r.ids() {
 		rf := r.fams[id]
+		cmp, err := vs.opts.resolveComparer(rf.name, rf.comparator)
+		if err != nil {
+			vs.unrefAll()
+			return nil, errors.Wrapf(err, "%s", name)
+		}
+		rf.b.base.cmp = cmp
 		v, err := rf.b.finish()
 		if err == nil {
 			err = v.CheckOrdering()
@@ -167,6 +173,10 @@ type replayFamily struct {
 	name   string
 	b      *builder
 	logNum uint64
+	// comparator is the comparator name the family's records name ("" if
+	// none does); Load resolves it through Options.Comparer once the whole
+	// MANIFEST is read, before the family's Version is built.
+	comparator string
 }
 
 func newReplay(vs *VersionSet, name string) *replay {
@@ -218,10 +228,6 @@ func (r *replay) run(rr *record.Reader) error {
 
 // add applies e, or buffers it while its atomic group is incomplete.
 func (r *replay) add(e *Edit) error {
-	if e.HasComparator && e.ComparatorName != base.ComparatorName {
-		return base.InvalidArgumentf("version: column family %d: comparator %q does not match %q",
-			e.ColumnFamily, e.ComparatorName, base.ComparatorName)
-	}
 	if e.InAtomicGroup {
 		if len(r.group) > 0 && r.group[len(r.group)-1].RemainingEntries != e.RemainingEntries+1 {
 			return errors.Newf("atomic group: %d entries remaining after one that said %d",
@@ -290,6 +296,13 @@ func (r *replay) apply(e *Edit) error {
 		rf = nil
 	}
 	if rf != nil {
+		if e.HasComparator {
+			if rf.comparator != "" && rf.comparator != e.ComparatorName {
+				return base.InvalidArgumentf("version: column family %d: %s: does not match existing comparator %s",
+					id, e.ComparatorName, rf.comparator)
+			}
+			rf.comparator = e.ComparatorName
+		}
 		if err := rf.b.apply(e); err != nil {
 			return errors.Wrapf(err, "column family %d", id)
 		}

@@ -1,7 +1,6 @@
 package version
 
 import (
-	"bytes"
 	"math"
 	"sort"
 
@@ -341,15 +340,15 @@ func (v *Version) l0Closure(f *FileMetadata) []*FileMetadata {
 	for changed := true; changed; {
 		changed = false
 		for i, g := range files {
-			if in[i] || bytes.Compare(g.Largest.UserKey, smallest) < 0 ||
-				bytes.Compare(g.Smallest.UserKey, largest) > 0 {
+			if in[i] || v.Comparer().CompareUser(g.Largest.UserKey, smallest) < 0 ||
+				v.Comparer().CompareUser(g.Smallest.UserKey, largest) > 0 {
 				continue
 			}
 			in[i], changed = true, true
-			if bytes.Compare(g.Smallest.UserKey, smallest) < 0 {
+			if v.Comparer().CompareUser(g.Smallest.UserKey, smallest) < 0 {
 				smallest = g.Smallest.UserKey
 			}
-			if bytes.Compare(g.Largest.UserKey, largest) > 0 {
+			if v.Comparer().CompareUser(g.Largest.UserKey, largest) > 0 {
 				largest = g.Largest.UserKey
 			}
 		}
@@ -396,7 +395,7 @@ func (v *Version) pickLevel(level int, busy Busy, cursor []byte) *Pick {
 		for _, g := range v.OverlapsRange(level+1, f.Smallest.UserKey, f.Largest.UserKey) {
 			overlap += g.Size
 		}
-		after := cursor == nil || bytes.Compare(f.Smallest.UserKey, cursor) > 0
+		after := cursor == nil || v.Comparer().CompareUser(f.Smallest.UserKey, cursor) > 0
 		cands = append(cands, candidate{f, float64(overlap) / float64(max(f.Size, 1)), after})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
@@ -421,17 +420,17 @@ func (v *Version) pickLevel(level int, busy Busy, cursor []byte) *Pick {
 // overlapping files of the output level and checks that none of them is
 // compacting and that no in-flight compaction writes into the range.
 func (v *Version) expand(level, out int, inputs []*FileMetadata, busy Busy) *Pick {
-	smallest, largest := userRange(inputs)
+	smallest, largest := v.userRange(inputs)
 	next := v.AddBoundaryInputs(out, v.OverlapsRange(out, smallest, largest))
 	if anyCompacting(next) {
 		return nil
 	}
 	if len(next) > 0 {
-		s2, l2 := userRange(next)
-		if bytes.Compare(s2, smallest) < 0 {
+		s2, l2 := v.userRange(next)
+		if v.Comparer().CompareUser(s2, smallest) < 0 {
 			smallest = s2
 		}
-		if bytes.Compare(l2, largest) > 0 {
+		if v.Comparer().CompareUser(l2, largest) > 0 {
 			largest = l2
 		}
 	}
@@ -480,7 +479,7 @@ func (v *Version) PickInLevel(level int, start, end []byte) *Pick {
 		return nil
 	}
 	inputs = append([]*FileMetadata(nil), inputs...)
-	smallest, largest := userRange(inputs)
+	smallest, largest := v.userRange(inputs)
 	return &Pick{StartLevel: level, OutputLevel: level, Inputs: [2][]*FileMetadata{inputs, nil},
 		Smallest: smallest, Largest: largest, Grandparents: v.OverlapsRange(level+1, smallest, largest)}
 }
@@ -499,16 +498,16 @@ func (v *Version) AddBoundaryInputs(level int, inputs []*FileMetadata) []*FileMe
 	}
 	files := v.Levels[level]
 	lo := sort.Search(len(files), func(i int) bool {
-		return base.InternalCompare(files[i].Smallest, inputs[0].Smallest) >= 0
+		return v.Comparer().InternalCompare(files[i].Smallest, inputs[0].Smallest) >= 0
 	})
 	hi := lo + len(inputs) - 1
 	if hi >= len(files) || files[lo] != inputs[0] || files[hi] != inputs[len(inputs)-1] {
 		panic(base.AssertionFailedf("version: L%d compaction inputs are not a run of the level", level))
 	}
-	for lo > 0 && sharesBoundary(files[lo-1], files[lo]) {
+	for lo > 0 && v.sharesBoundary(files[lo-1], files[lo]) {
 		lo--
 	}
-	for hi+1 < len(files) && sharesBoundary(files[hi], files[hi+1]) {
+	for hi+1 < len(files) && v.sharesBoundary(files[hi], files[hi+1]) {
 		hi++
 	}
 	if hi-lo+1 == len(inputs) {
@@ -520,8 +519,8 @@ func (v *Version) AddBoundaryInputs(level int, inputs []*FileMetadata) []*FileMe
 // sharesBoundary reports whether adjacent files a and b of a level both hold
 // versions of one user key: a's largest user key is b's smallest, and a's
 // largest is a real key, not a range-deletion sentinel (an exclusive bound).
-func sharesBoundary(a, b *FileMetadata) bool {
-	return !IsSentinel(a.Largest) && bytes.Equal(a.Largest.UserKey, b.Smallest.UserKey)
+func (v *Version) sharesBoundary(a, b *FileMetadata) bool {
+	return !IsSentinel(a.Largest) && v.Comparer().CompareUser(a.Largest.UserKey, b.Smallest.UserKey) == 0
 }
 
 // OverlapsRange is Overlaps with nil meaning unbounded on either side. The
@@ -532,8 +531,8 @@ func (v *Version) OverlapsRange(level int, start, end []byte) []*FileMetadata {
 	}
 	var out []*FileMetadata
 	for _, f := range v.Levels[level] {
-		if (start == nil || bytes.Compare(f.Largest.UserKey, start) >= 0) &&
-			(end == nil || bytes.Compare(f.Smallest.UserKey, end) <= 0) {
+		if (start == nil || v.Comparer().CompareUser(f.Largest.UserKey, start) >= 0) &&
+			(end == nil || v.Comparer().CompareUser(f.Smallest.UserKey, end) <= 0) {
 			out = append(out, f)
 		}
 	}
@@ -607,7 +606,7 @@ func (v *Version) PickFIFOIntraL0(minFiles int, maxFileSize uint64) *Pick {
 		return nil
 	}
 	inputs := append([]*FileMetadata(nil), files[i:j]...)
-	smallest, largest := userRange(inputs)
+	smallest, largest := v.userRange(inputs)
 	return &Pick{Inputs: [2][]*FileMetadata{inputs, nil}, Smallest: smallest, Largest: largest}
 }
 
@@ -621,12 +620,12 @@ func anyCompacting(files []*FileMetadata) bool {
 }
 
 // userRange returns the smallest and largest user keys of files.
-func userRange(files []*FileMetadata) (smallest, largest []byte) {
+func (v *Version) userRange(files []*FileMetadata) (smallest, largest []byte) {
 	for i, f := range files {
-		if i == 0 || bytes.Compare(f.Smallest.UserKey, smallest) < 0 {
+		if i == 0 || v.Comparer().CompareUser(f.Smallest.UserKey, smallest) < 0 {
 			smallest = f.Smallest.UserKey
 		}
-		if i == 0 || bytes.Compare(f.Largest.UserKey, largest) > 0 {
+		if i == 0 || v.Comparer().CompareUser(f.Largest.UserKey, largest) > 0 {
 			largest = f.Largest.UserKey
 		}
 	}

@@ -1,7 +1,6 @@
 package version
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -52,7 +51,16 @@ type Version struct {
 	vs *VersionSet
 	// prev and next link the live list of vs; guarded by vs.listMu.
 	prev, next *Version
+	// cmp is the family's user-key order; nil (a literal) means bytewise.
+	cmp *base.Comparer
 }
+
+// Comparer returns the order of the Version's family (never nil).
+func (v *Version) Comparer() *base.Comparer { return v.cmp.OrDefault() }
+
+// NewEmpty returns an empty free-standing Version of a family ordered by
+// cmp (nil: bytewise).
+func NewEmpty(cmp *base.Comparer) *Version { return &Version{cmp: cmp} }
 
 // Ref adds a reference.
 func (v *Version) Ref() { v.refs.Add(1) }
@@ -119,8 +127,9 @@ func (v *Version) AddLiveFileNums(m map[uint64]struct{}) {
 // files may hold older versions of ukey too.
 func (v *Version) FindFile(level int, ukey []byte) int {
 	files := v.Levels[level]
+	cmp := v.Comparer()
 	return sort.Search(len(files), func(i int) bool {
-		return bytes.Compare(files[i].Largest.UserKey, ukey) >= 0
+		return cmp.CompareUser(files[i].Largest.UserKey, ukey) >= 0
 	})
 }
 
@@ -130,10 +139,11 @@ func (v *Version) FindFile(level int, ukey []byte) int {
 // The result is in level order and may alias v's slice for L1+.
 func (v *Version) Overlaps(level int, start, end []byte) []*FileMetadata {
 	files := v.Levels[level]
+	cmp := v.Comparer()
 	if level == 0 {
 		var out []*FileMetadata
 		for _, f := range files {
-			if overlaps(f, start, end) {
+			if overlaps(cmp, f, start, end) {
 				out = append(out, f)
 			}
 		}
@@ -141,14 +151,14 @@ func (v *Version) Overlaps(level int, start, end []byte) []*FileMetadata {
 	}
 	i := v.FindFile(level, start)
 	j := i
-	for j < len(files) && bytes.Compare(files[j].Smallest.UserKey, end) <= 0 {
+	for j < len(files) && cmp.CompareUser(files[j].Smallest.UserKey, end) <= 0 {
 		j++
 	}
 	return files[i:j:j]
 }
 
-func overlaps(f *FileMetadata, start, end []byte) bool {
-	return bytes.Compare(f.Largest.UserKey, start) >= 0 && bytes.Compare(f.Smallest.UserKey, end) <= 0
+func overlaps(cmp *base.Comparer, f *FileMetadata, start, end []byte) bool {
+	return cmp.CompareUser(f.Largest.UserKey, start) >= 0 && cmp.CompareUser(f.Smallest.UserKey, end) <= 0
 }
 
 // l0Less orders L0 newest first.
@@ -168,13 +178,13 @@ func (v *Version) CheckOrdering() error {
 				return base.AssertionFailedf("version: file %06d in L%d and L%d", f.FileNum, l, level)
 			}
 			seen[f.FileNum] = level
-			if base.InternalCompare(f.Smallest, f.Largest) > 0 {
+			if v.Comparer().InternalCompare(f.Smallest, f.Largest) > 0 {
 				return base.AssertionFailedf("version: L%d file %s: smallest > largest", level, f)
 			}
 			if i == 0 {
 				continue
 			}
-			if err := checkPair(level, files[i-1], f); err != nil {
+			if err := checkPair(v.Comparer(), level, files[i-1], f); err != nil {
 				return err
 			}
 		}
@@ -183,15 +193,15 @@ func (v *Version) CheckOrdering() error {
 }
 
 // checkPair checks the order of two adjacent files of level.
-func checkPair(level int, prev, f *FileMetadata) error {
+func checkPair(cmp *base.Comparer, level int, prev, f *FileMetadata) error {
 	if level == 0 {
 		if !l0Less(prev, f) {
 			return base.AssertionFailedf("version: L0 files %s and %s not newest first", prev, f)
 		}
 		return nil
 	}
-	if base.InternalCompare(prev.Largest, f.Smallest) < 0 ||
-		(IsSentinel(prev.Largest) && bytes.Equal(prev.Largest.UserKey, f.Smallest.UserKey)) {
+	if cmp.InternalCompare(prev.Largest, f.Smallest) < 0 ||
+		(IsSentinel(prev.Largest) && cmp.CompareUser(prev.Largest.UserKey, f.Smallest.UserKey) == 0) {
 		return nil
 	}
 	return base.AssertionFailedf("version: L%d files %s and %s overlap or are out of order", level, prev, f)

@@ -21,6 +21,24 @@ type Options struct {
 	// MANIFEST holding a snapshot of the state. Default: 64 MiB. Smaller
 	// values make recovery faster and rotation more frequent.
 	MaxManifestFileSize int64
+	// Comparer resolves the order of a family the MANIFEST holds: family is
+	// its name and stored the comparator name its MANIFEST records ("" when
+	// it records none). It returns the comparer to use, or an error
+	// (ErrInvalidArgument when stored is not the comparer's Name). Nil:
+	// the built-in comparer named stored (bytewise when ""), an
+	// ErrInvalidArgument error for any other name.
+	Comparer func(family, stored string) (*base.Comparer, error)
+}
+
+// resolveComparer applies o.Comparer, or its default.
+func (o Options) resolveComparer(family, stored string) (*base.Comparer, error) {
+	if o.Comparer != nil {
+		return o.Comparer(family, stored)
+	}
+	if c := base.BuiltinComparer(stored); c != nil {
+		return c, nil
+	}
+	return nil, base.InvalidArgumentf("version: column family %q: comparator %q is not built in", family, stored)
 }
 
 func (o Options) withDefaults() Options {
@@ -103,8 +121,12 @@ func newVersionSet(fs vfs.FS, dir string, opts Options) *VersionSet {
 // and points CURRENT at it.
 func Create(fs vfs.FS, dir string, opts Options) (*VersionSet, error) {
 	vs := newVersionSet(fs, dir, opts)
+	cmp, err := vs.opts.resolveComparer(DefaultFamilyName, "")
+	if err != nil {
+		return nil, err
+	}
 	vs.addFamily(&Family{id: 0, name: DefaultFamilyName})
-	vs.install(vs.def, &Version{})
+	vs.install(vs.def, &Version{cmp: cmp})
 	num := vs.NextFileNum()
 	if err := vs.writeNewManifest(num, vs.encodeSnapshot(), nil); err != nil {
 		return nil, err
@@ -300,8 +322,14 @@ func (vs *VersionSet) prepareGroup(edits []*Edit) ([]*pendingFamily, uint32, err
 		return f != nil && pending[f.id] == nil
 	}
 	for _, e := range edits {
-		if e.HasComparator && e.ComparatorName != base.ComparatorName {
-			return nil, 0, base.InvalidArgumentf("version: comparator %q, want %q", e.ComparatorName, base.ComparatorName)
+		if e.HasComparator && !e.HasColumnFamilyAdd {
+			// A family's order never changes: only the add of a new
+			// family may name one.
+			f := vs.famByID[e.ColumnFamily]
+			if f == nil || f.current == nil || f.current.Comparer().Name != e.ComparatorName {
+				return nil, 0, base.InvalidArgumentf("version: column family %d: comparator %q does not match the family's",
+					e.ColumnFamily, e.ComparatorName)
+			}
 		}
 		if (e.HasColumnFamilyAdd || e.ColumnFamilyDrop) && (len(e.NewFiles) > 0 || len(e.DeletedFiles) > 0) {
 			return nil, 0, base.InvalidArgumentf("version: column family %d: an add or drop edit carries files",
@@ -320,14 +348,14 @@ func (vs *VersionSet) prepareGroup(edits []*Edit) ([]*pendingFamily, uint32, err
 				return nil, 0, base.InvalidArgumentf("version: column family %q exists", e.ColumnFamilyAdd)
 			}
 			maxCF = e.ColumnFamily
-			p = &pendingFamily{id: e.ColumnFamily, name: e.ColumnFamilyAdd, b: newBuilder(&Version{}),
+			p = &pendingFamily{id: e.ColumnFamily, name: e.ColumnFamilyAdd, b: newBuilder(&Version{cmp: e.Comparer}),
 				logNum: vs.def.logNum}
 			if e.HasLogNumber {
 				p.logNum = e.LogNumber
 			}
 			pending[p.id] = p
 			order = append(order, p)
-			e.ComparatorName, e.HasComparator = base.ComparatorName, true
+			e.ComparatorName, e.HasComparator = e.Comparer.OrDefault().Name, true
 			e.MaxColumnFamily, e.HasMaxColumnFamily = maxCF, true
 		default:
 			p = pending[e.ColumnFamily]
@@ -534,7 +562,7 @@ func (vs *VersionSet) snapshotEdits() []Edit {
 func snapshotLayout(fams []SnapshotFamily, st SnapshotState, minLogNumToKeep uint64) []Edit {
 	edits := make([]Edit, 0, 2*len(fams))
 	for _, f := range fams {
-		id := Edit{ColumnFamily: f.ID, ComparatorName: base.ComparatorName, HasComparator: true}
+		id := Edit{ColumnFamily: f.ID, ComparatorName: f.Version.Comparer().Name, HasComparator: true}
 		if f.ID != 0 {
 			id.ColumnFamilyAdd, id.HasColumnFamilyAdd = f.Name, true
 		}

@@ -150,7 +150,7 @@ func TestVersionSet_CreateApplyLoad(t *testing.T) {
 
 func overlapsAny(e *Edit, f *FileMetadata) bool {
 	for _, nf := range e.NewFiles {
-		if overlaps(nf.Meta, f.Smallest.UserKey, f.Largest.UserKey) {
+		if overlaps(base.DefaultComparer, nf.Meta, f.Smallest.UserKey, f.Largest.UserKey) {
 			return true
 		}
 	}
