@@ -85,6 +85,11 @@ type Config struct {
 	// key indexes in that order (see keyOrder). Not carried to a crash
 	// child's JSON config: the child's comparator comes from its flags.
 	Compare func(a, b []byte) int `json:"-"`
+	// Comparator names the DB's comparator, carried to crash children:
+	// "" or "bytewise" (the default), or "reverse"
+	// (db.ReverseBytewiseComparer, which also sets Compare). Ingestion is
+	// off under "reverse": the external writer builds bytewise tables.
+	Comparator string
 
 	// Operation mix, in percent; they should add up to 100.
 	ReadPercent, PrefixPercent, WritePercent, DelPercent, DelRangePercent,
@@ -133,6 +138,14 @@ type Config struct {
 	Log io.Writer // progress and failures; nil = discard
 }
 
+// comparer is the DB comparator Comparator names (nil: bytewise).
+func (c Config) comparer() db.Comparer {
+	if c.Comparator == "reverse" {
+		return db.ReverseBytewiseComparer()
+	}
+	return nil
+}
+
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	def := func(p *int, v int) {
@@ -162,6 +175,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Filter || c.TTL > 0 {
 		c.MergeOneIn, c.IngestOneIn = -1, -1
+	}
+	if c.Comparator == "reverse" {
+		if c.Compare == nil {
+			c.Compare = db.ReverseBytewiseComparer().Compare
+		}
+		c.IngestOneIn = -1
 	}
 	if c.TTL > 0 {
 		def(&c.ClockStepOneIn, 50)

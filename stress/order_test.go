@@ -2,8 +2,11 @@ package stress
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/stratadb/strata/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -70,4 +73,31 @@ func TestStressExplicitCompare(t *testing.T) {
 	r := runStress(t, c)
 	require.Positive(t, r.Stats.Iters.Load())
 	require.Positive(t, r.Stats.Ingests.Load())
+}
+
+// TestStressReverseComparator runs the short stress on a DB ordered by
+// db.ReverseBytewiseComparer, with the filter and TTL on the oracle's
+// clock and several families: iteration, bounds and range deletions are
+// checked in the reverse order.
+func TestStressReverseComparator(t *testing.T) {
+	c := memConfig(t)
+	c.Comparator, c.OpsPerThread, c.ColumnFamilies = "reverse", 800*scale(), 2
+	c.Filter, c.TTL = true, 10*time.Second
+	r := runStress(t, c)
+	require.Positive(t, r.Stats.Iters.Load())
+	require.Zero(t, r.Stats.Ingests.Load(), "ingestion is off under the reverse order")
+}
+
+// TestCrashReverseComparator: crash children carry the comparator in
+// their config, so each reopens the DB with it (a bytewise child would
+// fail Open with ErrInvalidArgument).
+func TestCrashReverseComparator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	c := Config{Seed: testutil.Seed(t), Threads: 4, MaxKey: 300, Dir: filepath.Join(dir, "db"),
+		ExpectedLog: filepath.Join(dir, "expected"), WriteBufferSize: 16 << 10, Comparator: "reverse",
+		FlushOneIn: 200, CompactRangeOneIn: 100, SnapshotOneIn: 50, SwapExtractorOneIn: 200, PrefixSize: 6}
+	runCrashTest(t, c, 3*scale())
 }

@@ -131,6 +131,7 @@ func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 		HighPriPoolRatio:                                 r.cfg.HighPriPoolRatio,
 		BlockCacheSize:                                   r.cfg.BlockCacheSize,
 		TTL:                                              r.cfg.TTL,
+		Comparer:                                         r.cfg.comparer(),
 	}
 	if r.cfg.Filter {
 		o.CompactionFilter = Filter{OnFlush: r.cfg.Seed%2 != 0}
@@ -198,6 +199,7 @@ func (r *Runner) cfOptions(o *db.Options, ext string) (*db.ColumnFamilyOptions, 
 		LevelCompactionDynamicLevelBytes: o.LevelCompactionDynamicLevelBytes,
 		CompactionFilter:                 o.CompactionFilter,
 		TTL:                              o.TTL,
+		Comparer:                         o.Comparer,
 
 		EnableBlobFiles:                     o.EnableBlobFiles,
 		MinBlobSize:                         o.MinBlobSize,

@@ -79,6 +79,7 @@ func run(args []string) int {
 	fs.BoolVar(&c.BlobFiles, "enable_blob_files", false, "store values of at least -min_blob_size in blob files (16 KiB files, garbage collection on; SetOptions toggles them)")
 	fs.Uint64Var(&c.MinBlobSize, "min_blob_size", 16, "with -enable_blob_files, the smallest value stored in a blob file")
 	fs.IntVar(&c.Subcompactions, "subcompactions", 1, "Options.MaxSubcompactions: split L0 and manual compactions over N goroutines (with N > 1, SetOptions ops also change max_subcompactions; -mode stress and compact)")
+	fs.StringVar(&c.Comparator, "comparator", "", "the DB's comparator: bytewise (default) or reverse (rocksdb.ReverseBytewiseComparator; the oracle checks in that order; ingestion off)")
 	fs.BoolVar(&c.Filter, "compaction_filter", false, "run every family with the stress compaction filter (removes values of versions 0 mod 5, changes those 1 mod 5; in flushes too for odd seeds); merges and ingestion off")
 	ttlSeconds := fs.Int("ttl_seconds", 0, "Options.TTL in seconds (0 = none), on a clock the tool moves by 1-3 s with -clock_step_one_in; merges and ingestion off")
 	fs.IntVar(&c.ClockStepOneIn, "clock_step_one_in", 50, "with -ttl_seconds: move the clock 1/N per op")
@@ -140,6 +141,12 @@ func run(args []string) int {
 		return 2
 	}
 	c.TTL = time.Duration(*ttlSeconds) * time.Second
+	switch c.Comparator {
+	case "", "bytewise", "reverse":
+	default:
+		fmt.Fprintf(os.Stderr, "stress: -comparator %q: want bytewise or reverse\n", c.Comparator)
+		return 2
+	}
 	c.DisableConcurrentMemtableWrites = !*allowConcurrent
 	c.DisableCacheIndexAndFilterBlocksWithHighPriority = !highPri
 	if c.Seed == 0 {
