@@ -242,8 +242,10 @@ func (m *mappedFile) help() {
 			_ = unix.Madvise(win[populated-off:to-off], unix.MADV_POPULATE_READ)
 			populated = to
 		}
+		// The writer may be past the end of the span copied above (it
+		// moved on since): advise nothing outside the span.
 		dropped = max(dropped, off)
-		if to := pos - pos%mapStep - mapStep; to > dropped {
+		if to := min(pos-pos%mapStep-mapStep, end); to > dropped {
 			_ = unix.Madvise(win[dropped-off:to-off], unix.MADV_DONTNEED)
 			dropped = to
 		}

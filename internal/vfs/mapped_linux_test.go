@@ -316,3 +316,27 @@ func TestMappedFile_SyncSeesWindowFailure(t *testing.T) {
 	require.ErrorIs(t, m.Sync(), failed)
 	require.NoError(t, m.Close())
 }
+
+// TestMappedFile_HelperBehindTheWriterStaysInItsSpan: the helper copies the
+// span it advises before it reads the write position, so it can find the
+// writer past that span's end (the writer moved to the next span
+// meanwhile); it must then advise nothing outside the span. Here the
+// position is set past the span by hand; a helper that advised up to it
+// would slice past the mapping and crash the test.
+func TestMappedFile_HelperBehindTheWriterStaysInItsSpan(t *testing.T) {
+	spanSize = 4 * mapStep
+	m, name := mappedOrSkip(t)
+	spanSize = mapWindow
+	want := make([]byte, 3*mapStep)
+	for i := range want {
+		want[i] = byte(i%253) | 1
+	}
+	_, err := m.Write(want)
+	require.NoError(t, err)
+	m.pos.Store(m.winOff + 3*m.spanSize)
+	m.kick <- struct{}{}
+	require.NoError(t, m.Close())
+	got, err := os.ReadFile(name)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got))
+}
