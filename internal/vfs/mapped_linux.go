@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -13,14 +14,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapWindow is how much of a mapped file is mapped at a time: the write
-// position moves through the file one window after another. Its touched
-// pages count towards the process's RSS, so it is kept small.
-const mapWindow = 1 << 20
+// spanSize is how much of a mapped file one mapping covers: the write
+// position moves from one span to the next with an mmap on the writer's
+// goroutine, so spans are large enough that a WAL rarely crosses one
+// (address space is cheap; only the pages near the write position are
+// resident, see mappedFile). Tests lower it to cross spans cheaply.
+var spanSize int64 = 256 << 20
+
+// mapStep is the granule of the work done off the write path: the helper
+// reserves, populates and drops the mapping's pages a step at a time.
+const mapStep = 1 << 20
+
+// reserveAhead is how far past the write position the helper keeps the
+// file's space reserved, and populateAhead how much of the reserved space
+// past the write position it keeps mapped in. Reserving is the costly part
+// (fallocate zeroes the pages on tmpfs): ahead by several steps, a helper
+// that waits for a CPU on a busy machine is still ahead of the writer.
+const (
+	reserveAhead  = 8 * mapStep
+	populateAhead = 2 * mapStep
+)
 
 var _ MappedCreator = diskFS{}
 
-// CreateMapped implements MappedCreator with a window of the file mapped
+// CreateMapped implements MappedCreator with a span of the file mapped
 // MAP_SHARED. Space is reserved with fallocate(2) ahead of the writes, so a
 // full disk is an error from Write (ENOSPC), never a SIGBUS on a store into
 // a hole. File systems without fallocate get a plain file.
@@ -29,11 +46,19 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mappedFile{f: f, fd: int(f.Fd())}
-	win, err := m.mapWindowAt(0, false)
-	if err != nil {
+	m := &mappedFile{f: f, fd: int(f.Fd()), spanSize: spanSize, fallocate: fallocate}
+	if err := m.reserve(mapStep); err != nil {
+		_ = f.Close()
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENODEV) {
-			// No preallocation or no shared mappings here.
+			// No preallocation here.
+			return &diskFile{File: f}, nil
+		}
+		return nil, err
+	}
+	win, err := m.mapSpanAt(0)
+	if err != nil {
+		if errors.Is(err, unix.ENODEV) {
+			// No shared mappings here.
 			return &diskFile{File: f}, nil
 		}
 		_ = f.Close()
@@ -45,36 +70,62 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 
 // mappedFile is a file written by copying into a shared mapping.
 //
-// Invariants: win maps the file's bytes [winOff, winOff+mapWindow), which
-// are reserved (the file's length is at least winOff+mapWindow); winOff <=
-// size <= winOff+mapWindow, and bytes [0, size) hold what Write was given.
-// After an error every later Write and Sync returns it: what the file holds
-// past size is unknown. Write, WriteFramed, Stat, ReadAt, Read and Close
-// run one at a time (the DB's commit lock); Sync may run beside them, and
-// touches nothing of the file's but fd, f (both set at creation) and err,
-// which is atomic for that reason. next is nil, or a goroutine is preparing the window
-// after win and will send it on next; retired is nil, or the window before
-// win, still mapped, which the next preparation (or Close) unmaps.
+// The mapping covers a span of the file far larger than what is resident:
+// a helper goroutine, kicked by the writer every half step, keeps the space
+// past the write position reserved (fallocate) and its first pages mapped
+// in (MADV_POPULATE_READ), and hands the pages behind the write position
+// back (MADV_DONTNEED: the page cache keeps them, dirty or not, so no byte
+// is lost; the process's RSS stops counting them). The writer never waits
+// for the helper: when the helper is behind, the writer's stores fault the
+// pages in, and a write past the reserved space reserves it itself. An
+// earlier design mapped a 1 MiB window at a time, prepared by a goroutine
+// per window (munmap, fallocate, mmap, populate); on a busy 2-core machine
+// the preparation was still running when the writer reached the window's
+// end for half the windows of a 1 KB-record load, and the writer's wait
+// for it was the longest stall of a write (tens of milliseconds).
+//
+// Invariants: win maps the file's bytes [winOff, winOff+spanSize); winOff
+// <= size <= winOff+spanSize, size <= reserved, and bytes [0, size) hold
+// what Write was given. The writer never stores at or past reserved (the
+// file ends there: a store past it would be a SIGBUS). After an error every
+// later Write and Sync returns it: what the file holds past size is
+// unknown. Write, WriteFramed, Stat, ReadAt, Read and Close run one at a
+// time (the DB's commit lock); Sync may run beside them, and touches
+// nothing of the file's but fd, f (both set at creation) and err, which is
+// atomic for that reason. Only the helper unmaps a span the writer left
+// (retired), and it reads the current span under mu, so it never advises
+// pages of a range that is unmapped.
 type mappedFile struct {
-	f      *os.File
-	fd     int
-	win    []byte
-	winOff int64
-	size   int64
-	// next receives the window after win, prepared off the write path
-	// once win is half full: moving to a new window reserved, mapped and
-	// faulted the pages in under the writer's lock (the DB's commit
-	// lock), and with several writers that was a third of the time the
-	// lock was held. A WAL that is never written past half a window (a
-	// database opened to be read) prepares nothing.
-	next    chan preparedWindow
-	retired []byte
+	f        *os.File
+	fd       int
+	spanSize int64
+	win      []byte
+	winOff   int64
+	size     int64
+	// reserved is the end of the space reserved with fallocate; it grows
+	// under reserveMu (see reserve) and is read by the writer without it.
+	// fallocate is fallocate (tests make it fail).
+	reserveMu sync.Mutex
+	reserved  atomic.Int64
+	fallocate func(fd int, off, n int64) error
+	// kick wakes the helper, started at the first kick; pos is the write
+	// position it works from; kicked is the half step of the last kick.
+	kick       chan struct{}
+	helperDone chan struct{}
+	pos        atomic.Int64
+	kicked     int64
+	// mu guards helperWin, helperOff and retired: the span the helper
+	// advises and the spans it is to unmap.
+	mu        sync.Mutex
+	helperWin []byte
+	helperOff int64
+	retired   [][]byte
 	// readOff is Read's position.
 	readOff int64
 	// err is the file's first error, set once (see setErr). A write that
-	// cannot move to the next window sets it under the writer's lock, and
-	// Sync, called outside that lock, reads and sets it: hence atomic
-	// (one load per write on the copying path, a plain load on amd64).
+	// cannot reserve or map sets it under the writer's lock, and Sync,
+	// called outside that lock, reads and sets it: hence atomic (one load
+	// per write on the copying path, a plain load on amd64).
 	err atomic.Pointer[error]
 }
 
@@ -89,77 +140,119 @@ func (m *mappedFile) failed() error {
 // setErr records err as the file's error unless one is recorded already.
 func (m *mappedFile) setErr(err error) { m.err.CompareAndSwap(nil, &err) }
 
-// preparedWindow is a window mapped ahead, or why it could not be; old is
-// the retired window when unmapping it failed, handed back so that Close
-// tries again rather than leaking it.
-type preparedWindow struct {
-	win []byte
-	old []byte
-	err error
-}
-
-// prepareNext starts a goroutine that unmaps the retired window and maps
-// the window after the current one, its pages populated.
-func (m *mappedFile) prepareNext() {
-	ch := make(chan preparedWindow, 1)
-	m.next = ch
-	off := m.winOff + mapWindow
-	old := m.retired
-	m.retired = nil
-	go func() {
-		var p preparedWindow
-		if old != nil {
-			if err := unix.Munmap(old); err != nil {
-				p.old = old
-				p.err = &os.PathError{Op: "munmap", Path: m.f.Name(), Err: err}
-			}
-		}
-		if p.err == nil {
-			p.win, p.err = m.mapWindowAt(off, true)
-		}
-		ch <- p
-	}()
-}
-
-// nextWindow moves to the window after the current one: the one prepared
-// ahead, or, when none was (a write that went from below half the window
-// to past its end), one mapped now.
-func (m *mappedFile) nextWindow() error {
-	if m.next == nil {
-		m.prepareNext()
+// reserve makes sure the file's space is reserved up to end.
+func (m *mappedFile) reserve(end int64) error {
+	m.reserveMu.Lock()
+	defer m.reserveMu.Unlock()
+	r := m.reserved.Load()
+	if r >= end {
+		return nil
 	}
-	p := <-m.next
-	m.next = nil
-	if p.err != nil {
-		if p.win != nil {
-			_ = unix.Munmap(p.win)
-		}
-		m.retired = p.old
-		return p.err
+	if err := m.fallocate(m.fd, r, end-r); err != nil {
+		return &os.PathError{Op: "fallocate", Path: m.f.Name(), Err: err}
 	}
-	m.retired = m.win
-	m.win, m.winOff = p.win, m.winOff+mapWindow
+	m.reserved.Store(end)
 	return nil
 }
 
-// mapWindowAt reserves and maps the window starting at off, a multiple of
-// mapWindow. With populate it asks the kernel to map the window's pages
-// now (MADV_POPULATE_READ, Linux 5.14 and later; older kernels fault them
-// in on first write), which marks nothing dirty, so a later fsync writes
-// only the pages written.
-func (m *mappedFile) mapWindowAt(off int64, populate bool) ([]byte, error) {
-	if err := fallocate(m.fd, off, mapWindow); err != nil {
-		return nil, &os.PathError{Op: "fallocate", Path: m.f.Name(), Err: err}
-	}
-	win, err := unix.Mmap(m.fd, off, mapWindow, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+// mapSpanAt maps the span starting at off, a multiple of spanSize. Nothing
+// is populated: the helper maps pages in ahead of the writer.
+func (m *mappedFile) mapSpanAt(off int64) ([]byte, error) {
+	win, err := unix.Mmap(m.fd, off, int(m.spanSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, &os.PathError{Op: "mmap", Path: m.f.Name(), Err: err}
 	}
-	if populate {
-		_ = unix.Madvise(win, unix.MADV_POPULATE_READ)
-	}
 	return win, nil
 }
+
+// nextSpan moves the writer to the span after the current one. The old
+// span goes to the helper to unmap.
+func (m *mappedFile) nextSpan() error {
+	off := m.winOff + m.spanSize
+	win, err := m.mapSpanAt(off)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.retired = append(m.retired, m.win)
+	m.helperWin, m.helperOff = win, off
+	m.mu.Unlock()
+	m.win, m.winOff = win, off
+	return nil
+}
+
+// maybeKick wakes the helper at the first write and whenever the write
+// position entered a new half step since the last kick. A log never
+// written (a database opened to be read) starts no helper.
+func (m *mappedFile) maybeKick() {
+	h := m.size / (mapStep / 2)
+	if h == m.kicked && m.kick != nil {
+		return
+	}
+	m.kicked = h
+	m.pos.Store(m.size)
+	if m.kick == nil {
+		m.kick = make(chan struct{}, 1)
+		m.helperDone = make(chan struct{})
+		m.mu.Lock()
+		m.helperWin, m.helperOff = m.win, m.winOff
+		m.mu.Unlock()
+		go m.help()
+	}
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// help is the helper: for each kick it unmaps retired spans, reserves the
+// space ahead of the write position, maps in the reserved pages just ahead
+// and hands back those behind. Its failures are not the file's: a
+// reservation that fails is retried by the writer when it needs the space,
+// where the failure is the write's; the advice is only advice.
+func (m *mappedFile) help() {
+	defer close(m.helperDone)
+	var populated, dropped int64 // file offsets, within the helper's span
+	for range m.kick {
+		m.mu.Lock()
+		win, off, retired := m.helperWin, m.helperOff, m.retired
+		m.retired = nil
+		m.mu.Unlock()
+		for i, w := range retired {
+			if err := unix.Munmap(w); err != nil {
+				// Close tries again and reports it.
+				m.mu.Lock()
+				m.retired = append(m.retired, retired[i:]...)
+				m.mu.Unlock()
+				break
+			}
+		}
+		pos := m.pos.Load()
+		// A step at a time: a writer that needs the space waits for
+		// one step's fallocate at most, and the reserved end it reads
+		// moves up as each step is done.
+		for r := m.reserved.Load(); r < pos-pos%mapStep+reserveAhead; r = m.reserved.Load() {
+			if m.reserve(r-r%mapStep+mapStep) != nil {
+				break
+			}
+		}
+		end := off + int64(len(win))
+		populated = max(populated, pos-pos%pageSize, off)
+		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated {
+			_ = unix.Madvise(win[populated-off:to-off], unix.MADV_POPULATE_READ)
+			populated = to
+		}
+		// The writer may be past the end of the span copied above (it
+		// moved on since): advise nothing outside the span.
+		dropped = max(dropped, off)
+		if to := min(pos-pos%mapStep-mapStep, end); to > dropped {
+			_ = unix.Madvise(win[dropped-off:to-off], unix.MADV_DONTNEED)
+			dropped = to
+		}
+	}
+}
+
+var pageSize = int64(os.Getpagesize())
 
 func fallocate(fd int, off, n int64) error {
 	for {
@@ -172,12 +265,12 @@ func fallocate(fd int, off, n int64) error {
 
 // WriteFramed copies p to the end of the file like Write, but writes each
 // header range of p (headers holds their offsets, each headerSize bytes,
-// increasing) only after the other bytes of p in the same window, and each
+// increasing) only after the other bytes of p in the same span, and each
 // with one 8-byte store. A process killed part way (a SIGKILL lands between
 // instructions) then leaves, of the fragments being copied, complete ones
 // followed by a header still zero: the log reader sees a clean end or a torn
-// tail, never a fragment whose checksum fails. The mapped window is
-// 32 KiB-block aligned, so no fragment crosses windows. This file's build
+// tail, never a fragment whose checksum fails. Spans and reservations
+// end on 32 KiB block boundaries, so no fragment crosses either. This file's build
 // is limited to 64-bit platforms whose unaligned 8-byte stores are one
 // instruction.
 func (m *mappedFile) WriteFramed(p []byte, headers []int) (int, error) {
@@ -204,14 +297,23 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 	written := 0
 	h := 0
 	for written < len(p) {
-		if m.size == m.winOff+mapWindow {
-			if err := m.nextWindow(); err != nil {
+		if m.size == m.winOff+m.spanSize {
+			if err := m.nextSpan(); err != nil {
 				m.setErr(err)
 				return written, err
 			}
 		}
 		base := int(m.size - m.winOff) // p[written] goes to win[base]
-		end := min(len(p), written+mapWindow-base)
+		end := min(len(p), written+int(m.spanSize)-base)
+		// The helper keeps the space reserved ahead; when it is behind,
+		// the writer reserves what it needs itself. When that fails (a
+		// full disk), what fits below the reserved end is written.
+		var rerr error
+		if need := m.size + int64(end-written); need > m.reserved.Load() {
+			if rerr = m.reserve(need + (mapStep-need%mapStep)%mapStep); rerr != nil {
+				end = written + int(m.reserved.Load()-m.size)
+			}
+		}
 		// The bytes between headers first...
 		first := h
 		from := written
@@ -235,10 +337,12 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 		}
 		m.size += int64(end - written)
 		written = end
+		if rerr != nil {
+			m.setErr(rerr)
+			return written, rerr
+		}
 	}
-	if m.next == nil && m.size-m.winOff >= mapWindow/2 {
-		m.prepareNext()
-	}
+	m.maybeKick()
 	return written, nil
 }
 
@@ -329,17 +433,18 @@ func (m *mappedFile) Stat() (os.FileInfo, error) {
 // It does not sync.
 func (m *mappedFile) Close() error {
 	var err error
-	if m.next != nil {
-		p := <-m.next
-		m.next = nil
-		m.retired = p.old
-		if p.win != nil {
-			if e := unix.Munmap(p.win); e != nil {
-				err = &os.PathError{Op: "munmap", Path: m.f.Name(), Err: e}
-			}
-		}
+	if m.kick != nil {
+		// The helper stops before the file is trimmed: it could reserve
+		// space past the trimmed end.
+		close(m.kick)
+		<-m.helperDone
+		m.kick = nil
 	}
-	for _, w := range [][]byte{m.retired, m.win} {
+	m.mu.Lock()
+	spans := append(m.retired, m.win)
+	m.retired, m.helperWin = nil, nil
+	m.mu.Unlock()
+	for _, w := range spans {
 		if w == nil {
 			continue
 		}
@@ -347,7 +452,7 @@ func (m *mappedFile) Close() error {
 			err = &os.PathError{Op: "munmap", Path: m.f.Name(), Err: e}
 		}
 	}
-	m.retired, m.win = nil, nil
+	m.win = nil
 	if e := m.f.Truncate(m.size); e != nil && err == nil {
 		err = e
 	}
