@@ -195,10 +195,20 @@ func (m *compactionMerger) run() error {
 		}
 		lastStripe = stripe
 		value := it.Value()
-		if kind == base.KindSet && m.filt != nil && stripe == len(m.snaps) {
+		if (kind == base.KindSet || kind == base.KindBlobIndex) && m.filt != nil && stripe == len(m.snaps) {
 			// The newest version of the key, seen by no snapshot: the only
-			// one the filter is asked about.
-			d, nv := m.filt.filter(uk, value)
+			// one the filter is asked about. A value in a blob file is
+			// read for it, as RocksDB 7.8 does when FilterBlobByKey
+			// leaves the decision undetermined (its default): a filter or
+			// TTL that never saw blob values would keep them forever.
+			fv := value
+			if kind == base.KindBlobIndex {
+				var err error
+				if fv, err = m.d.blobs.get(uk, value); err != nil {
+					return err
+				}
+			}
+			d, nv := m.filt.filter(uk, fv)
 			if d != FilterKeep {
 				m.out.c.filtered.Store(true)
 			}
@@ -207,7 +217,12 @@ func (m *compactionMerger) run() error {
 				kind, value = base.KindDelete, nil
 				k = base.MakeInternalKey(m.cur, seq, kind)
 			case FilterChangeValue:
-				value = nv
+				// A new value: written inline, or to a new blob file when
+				// it reaches min_blob_size (out.add decides). The old
+				// blob's reference, read and not written, is counted as
+				// garbage of its file.
+				kind, value = base.KindSet, nv
+				k = base.MakeInternalKey(m.cur, seq, kind)
 			case FilterRemoveAndSkipUntil:
 				if m.skip = skipUntil(uk, nv); m.skip != nil {
 					ok = it.Next()

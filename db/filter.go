@@ -48,7 +48,8 @@ func (d FilterDecision) String() string {
 // Filter is called with the compaction's start level, the user key and the
 // value of the newest version of a key, and only when no live snapshot can
 // see that version (its sequence number is above every snapshot's): a
-// snapshot always reads what was written before it, filters or not. Older
+// snapshot always reads what was written before it, filters or not. A
+// value stored in a blob file is read from it and passed as the value. Older
 // versions, deletions and single deletions are never passed (RocksDB's
 // kValue entries only). With Options.TTL set, the value is passed without
 // its timestamp and expired values are removed before the filter is asked.
