@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,4 +227,77 @@ func TestBlobTTL(t *testing.T) {
 	SetClockForTesting(d, func() time.Time { return time.Unix(t0+16, 0) })
 	_, err = d.Get([]byte("chgbig"), nil)
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// byKeyFilter is blobFilter with FilterBlobByKey: "drop" keys are removed
+// by key, "chgbig" keys changed to a value given by key, the rest left
+// undetermined. It counts the FilterBlobByKey calls.
+type byKeyFilter struct {
+	blobFilter
+	byKey   atomic.Int64
+	keysMu  sync.Mutex
+	byKeyOf map[string]bool
+}
+
+func (f *byKeyFilter) FilterBlobByKey(level int, key []byte) (FilterDecision, []byte, bool) {
+	f.byKey.Add(1)
+	f.keysMu.Lock()
+	if f.byKeyOf == nil {
+		f.byKeyOf = make(map[string]bool)
+	}
+	f.byKeyOf[string(key)] = true
+	f.keysMu.Unlock()
+	switch k := string(key); {
+	case strings.HasPrefix(k, "drop"):
+		return FilterRemove, nil, true
+	case strings.HasPrefix(k, "chgbig"):
+		return FilterChangeValue, bigValue("by key " + k), true
+	}
+	return FilterKeep, nil, false
+}
+
+// TestBlobFilterBlobByKey: FilterBlobByKey decides for blob values by key
+// alone (Filter is not asked, the blob is not read), an undetermined
+// answer reads the value for Filter, inline values never reach it, and
+// with TTL it is not asked at all.
+func TestBlobFilterBlobByKey(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		dir := t.TempDir()
+		f := &byKeyFilter{}
+		o := blobTestOptions(NoCompression)
+		o.CompactionFilter = f
+		o.TTL = ttl
+		d, err := Open(dir, o)
+		require.NoError(t, err)
+		want := map[string][]byte{}
+		for _, k := range []string{"chgbig1", "drop1", "keep1"} {
+			want[k] = bigValue(k)
+			require.NoError(t, d.Put([]byte(k), want[k], nil))
+		}
+		require.NoError(t, d.Put([]byte("dropsmall"), []byte("inline"), nil))
+		require.NoError(t, d.Flush())
+		require.NoError(t, d.CompactRange(nil, nil))
+		delete(want, "drop1")
+		_, asked := f.shown("keep1")
+		require.True(t, asked, "undetermined: Filter sees the value")
+		_, asked = f.shown("dropsmall")
+		require.True(t, asked, "an inline value goes to Filter")
+		if ttl == 0 {
+			want["chgbig1"] = bigValue("by key chgbig1")
+			// Asked for each blob value (CompactRange with a filter also
+			// rewrites the bottom level: some twice), never for inline ones.
+			f.keysMu.Lock()
+			require.Equal(t, map[string]bool{"chgbig1": true, "drop1": true, "keep1": true}, f.byKeyOf)
+			f.keysMu.Unlock()
+			for _, k := range []string{"drop1", "chgbig1"} {
+				_, asked := f.shown(k)
+				require.False(t, asked, "%s was decided by key", k)
+			}
+		} else {
+			want["chgbig1"] = bytes.ToUpper(want["chgbig1"])
+			require.Zero(t, f.byKey.Load(), "not asked under TTL")
+		}
+		blobCheckAll(t, d, want)
+		require.NoError(t, d.Close())
+	}
 }

@@ -198,17 +198,24 @@ func (m *compactionMerger) run() error {
 		if (kind == base.KindSet || kind == base.KindBlobIndex) && m.filt != nil && stripe == len(m.snaps) {
 			// The newest version of the key, seen by no snapshot: the only
 			// one the filter is asked about. A value in a blob file is
-			// read for it, as RocksDB 7.8 does when FilterBlobByKey
-			// leaves the decision undetermined (its default): a filter or
-			// TTL that never saw blob values would keep them forever.
-			fv := value
+			// read for it unless FilterBlobByKey decides by the key, as
+			// RocksDB 7.8 does (kUndetermined, its default, reads it): a
+			// filter or TTL that never saw blob values would keep them
+			// forever.
+			d, nv, decided := FilterKeep, []byte(nil), false
 			if kind == base.KindBlobIndex {
-				var err error
-				if fv, err = m.d.blobs.get(uk, value); err != nil {
-					return err
-				}
+				d, nv, decided = m.filt.filterBlobByKey(uk)
 			}
-			d, nv := m.filt.filter(uk, fv)
+			if !decided {
+				fv := value
+				if kind == base.KindBlobIndex {
+					var err error
+					if fv, err = m.d.blobs.get(uk, value); err != nil {
+						return err
+					}
+				}
+				d, nv = m.filt.filter(uk, fv)
+			}
 			if d != FilterKeep {
 				m.out.c.filtered.Store(true)
 			}
