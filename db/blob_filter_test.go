@@ -301,3 +301,36 @@ func TestBlobFilterBlobByKey(t *testing.T) {
 		require.NoError(t, d.Close())
 	}
 }
+
+// TestBlobCompactionReadsDoNotFillCache: the blobs a compaction reads (for
+// a filter here) are not added to the block cache, so the reads after it
+// miss on every blob value (were they added, each Get would hit).
+func TestBlobCompactionReadsDoNotFillCache(t *testing.T) {
+	dir := t.TempDir()
+	o := blobTestOptions(NoCompression)
+	o.BlobFileSize = 1 << 20
+	o.CompactionFilter = &blobFilter{}
+	d, err := Open(dir, o)
+	require.NoError(t, err)
+	const n = 200
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("keep%03d", i)
+		require.NoError(t, d.Put([]byte(k), bigValue(k), nil))
+	}
+	require.NoError(t, d.Close())
+	d, err = Open(dir, o)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.CompactRange(nil, nil))
+	f := o.CompactionFilter.(*blobFilter)
+	_, asked := f.shown("keep000")
+	require.True(t, asked)
+	before := d.Metrics().BlockCache.Misses
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("keep%03d", i)
+		v, err := d.Get([]byte(k), nil)
+		require.NoError(t, err)
+		require.Equal(t, bigValue(k), v)
+	}
+	require.GreaterOrEqual(t, d.Metrics().BlockCache.Misses-before, uint64(n), "every blob value read after the compaction misses")
+}

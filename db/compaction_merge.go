@@ -210,7 +210,7 @@ func (m *compactionMerger) run() error {
 				fv := value
 				if kind == base.KindBlobIndex {
 					var err error
-					if fv, err = m.d.blobs.get(uk, value); err != nil {
+					if fv, err = m.d.blobs.getNoFill(uk, value); err != nil {
 						return err
 					}
 				}
@@ -302,11 +302,11 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 			// The operands merge into the blob's value: the result is an
 			// inline value, and the blob becomes garbage (RocksDB does
 			// the same).
-			v, err := m.d.blobs.getCopy(k.UserKey, it.Value())
+			v, err := m.d.blobs.getNoFill(k.UserKey, it.Value())
 			if err != nil {
 				return false, err
 			}
-			existing = v
+			existing = append([]byte(nil), v...)
 		}
 		// A value, a deletion (or an entry of a kind Strata does not
 		// know): the stack ends on it; the caller skips the rest of the
