@@ -115,7 +115,15 @@ func (b *blobFiles) close() {
 // get returns the value a blob index found under key refers to. The result
 // may alias the cache: the caller must not modify it (copy before handing
 // it to a user who may).
-func (b *blobFiles) get(key, index []byte) ([]byte, error) {
+func (b *blobFiles) get(key, index []byte) ([]byte, error) { return b.read(key, index, true) }
+
+// getNoFill is get for compactions: a value the cache lacks is read
+// without being added to it, as RocksDB's compactions read blobs with
+// fill_cache off. A compaction reads each blob it needs once, and caching
+// them would push out what reads use.
+func (b *blobFiles) getNoFill(key, index []byte) ([]byte, error) { return b.read(key, index, false) }
+
+func (b *blobFiles) read(key, index []byte, fill bool) ([]byte, error) {
 	x, err := blob.DecodeIndex(key, index)
 	if err != nil {
 		return nil, err
@@ -156,7 +164,9 @@ func (b *blobFiles) get(key, index []byte) ([]byte, error) {
 	} else {
 		v = v[:len(v):len(v)]
 	}
-	b.bcache.Set(r.cacheID, x.Offset, v)
+	if fill {
+		b.bcache.Set(r.cacheID, x.Offset, v)
+	}
 	return v, nil
 }
 

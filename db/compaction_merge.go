@@ -195,10 +195,27 @@ func (m *compactionMerger) run() error {
 		}
 		lastStripe = stripe
 		value := it.Value()
-		if kind == base.KindSet && m.filt != nil && stripe == len(m.snaps) {
+		if (kind == base.KindSet || kind == base.KindBlobIndex) && m.filt != nil && stripe == len(m.snaps) {
 			// The newest version of the key, seen by no snapshot: the only
-			// one the filter is asked about.
-			d, nv := m.filt.filter(uk, value)
+			// one the filter is asked about. A value in a blob file is
+			// read for it unless FilterBlobByKey decides by the key, as
+			// RocksDB 7.8 does (kUndetermined, its default, reads it): a
+			// filter or TTL that never saw blob values would keep them
+			// forever.
+			d, nv, decided := FilterKeep, []byte(nil), false
+			if kind == base.KindBlobIndex {
+				d, nv, decided = m.filt.filterBlobByKey(uk)
+			}
+			if !decided {
+				fv := value
+				if kind == base.KindBlobIndex {
+					var err error
+					if fv, err = m.d.blobs.getNoFill(uk, value); err != nil {
+						return err
+					}
+				}
+				d, nv = m.filt.filter(uk, fv)
+			}
 			if d != FilterKeep {
 				m.out.c.filtered.Store(true)
 			}
@@ -207,7 +224,12 @@ func (m *compactionMerger) run() error {
 				kind, value = base.KindDelete, nil
 				k = base.MakeInternalKey(m.cur, seq, kind)
 			case FilterChangeValue:
-				value = nv
+				// A new value: written inline, or to a new blob file when
+				// it reaches min_blob_size (out.add decides). The old
+				// blob's reference, read and not written, is counted as
+				// garbage of its file.
+				kind, value = base.KindSet, nv
+				k = base.MakeInternalKey(m.cur, seq, kind)
 			case FilterRemoveAndSkipUntil:
 				if m.skip = skipUntil(m.cf.cmp, uk, nv); m.skip != nil {
 					ok = it.Next()
@@ -280,11 +302,11 @@ func (m *compactionMerger) mergeStack(stripe int, bottommost bool) (bool, error)
 			// The operands merge into the blob's value: the result is an
 			// inline value, and the blob becomes garbage (RocksDB does
 			// the same).
-			v, err := m.d.blobs.getCopy(k.UserKey, it.Value())
+			v, err := m.d.blobs.getNoFill(k.UserKey, it.Value())
 			if err != nil {
 				return false, err
 			}
-			existing = v
+			existing = append([]byte(nil), v...)
 		}
 		// A value, a deletion (or an entry of a kind Strata does not
 		// know): the stack ends on it; the caller skips the rest of the

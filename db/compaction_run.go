@@ -340,7 +340,7 @@ func (o *compactionOutputs) add(k base.InternalKey, value []byte, newKey bool) e
 			// or back into the table when blob files are now off or it
 			// is under min_blob_size (RocksDB's rule); the old blob is
 			// garbage.
-			v, err := o.d.blobs.get(k.UserKey, value)
+			v, err := o.d.blobs.getNoFill(k.UserKey, value)
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,8 @@ func (d FilterDecision) String() string {
 // Filter is called with the compaction's start level, the user key and the
 // value of the newest version of a key, and only when no live snapshot can
 // see that version (its sequence number is above every snapshot's): a
-// snapshot always reads what was written before it, filters or not. Older
+// snapshot always reads what was written before it, filters or not. A
+// value stored in a blob file is read from it and passed as the value. Older
 // versions, deletions and single deletions are never passed (RocksDB's
 // kValue entries only). With Options.TTL set, the value is passed without
 // its timestamp and expired values are removed before the filter is asked.
@@ -65,6 +66,13 @@ func (d FilterDecision) String() string {
 //     snapshot sees; true drops the operand (what lies under it then
 //     shows through, or the value below if it was the last one). Without
 //     it operands are kept.
+//   - FilterBlobByKey(level int, key []byte) (d FilterDecision, newValue
+//     []byte, decided bool): RocksDB's FilterBlobByKey, asked first for a
+//     value stored in a blob file, so that a filter deciding by key alone
+//     spares the compaction the blob read. decided false is RocksDB's
+//     kUndetermined: the value is read and Filter asked as for any value.
+//     Not asked with Options.TTL set (the TTL filter needs the value, and
+//     RocksDB's TtlCompactionFilter leaves the decision undetermined too).
 //
 // The engine calls the methods from background goroutines, possibly
 // concurrently; the slices passed are valid only during the call and must
@@ -84,12 +92,17 @@ type operandFilter interface {
 	FilterMergeOperand(level int, key, operand []byte) bool
 }
 
+type blobKeyFilter interface {
+	FilterBlobByKey(level int, key []byte) (d FilterDecision, newValue []byte, decided bool)
+}
+
 // entryFilter is a family's effective filter for one flush or compaction:
 // the user's CompactionFilter, under the built-in TTL filter when the
 // family has a TTL (RocksDB's TtlCompactionFilter layered over the user's).
 type entryFilter struct {
 	user    CompactionFilter
 	operand operandFilter // nil: operands are kept
+	blobKey blobKeyFilter // nil: blob values are always read for Filter
 	ttl     int64         // seconds; 0: no TTL
 	now     int64         // unix seconds, read once per job
 	level   int
@@ -120,6 +133,9 @@ func (cf *ColumnFamily) newEntryFilter(level int, flush bool) *entryFilter {
 	if of, ok := user.(operandFilter); ok {
 		f.operand = of
 	}
+	if bf, ok := user.(blobKeyFilter); ok && ttl == 0 {
+		f.blobKey = bf
+	}
 	return f
 }
 
@@ -148,6 +164,15 @@ func (f *entryFilter) filter(key, value []byte) (FilterDecision, []byte) {
 		return d, f.newVal
 	}
 	return d, nv
+}
+
+// filterBlobByKey asks the filter's FilterBlobByKey about the blob value
+// of key; decided is false when it has none or leaves it undetermined.
+func (f *entryFilter) filterBlobByKey(key []byte) (FilterDecision, []byte, bool) {
+	if f.blobKey == nil {
+		return FilterKeep, nil, false
+	}
+	return f.blobKey.FilterBlobByKey(f.level, key)
 }
 
 // dropOperand reports whether the operand filter drops op.

@@ -49,17 +49,26 @@ func TestCompactionFilter_Model(t *testing.T) {
 		seed    int64
 		onFlush bool
 		ttl     time.Duration
-	}{{1, false, 0}, {2, true, 0}, {3, false, 10 * time.Second}, {4, true, 10 * time.Second}} {
-		t.Run(fmt.Sprintf("seed%d-flush%v-ttl%v", tc.seed, tc.onFlush, tc.ttl), func(t *testing.T) {
-			runFilterModel(t, tc.seed, tc.onFlush, tc.ttl)
+		// blob: values of 4 bytes and more go to blob files (garbage
+		// collection on), so the filter and TTL see values read from them.
+		blob bool
+	}{{1, false, 0, false}, {2, true, 0, false}, {3, false, 10 * time.Second, false}, {4, true, 10 * time.Second, false},
+		{5, false, 0, true}, {6, true, 10 * time.Second, true}, {7, false, 10 * time.Second, true}} {
+		t.Run(fmt.Sprintf("seed%d-flush%v-ttl%v-blob%v", tc.seed, tc.onFlush, tc.ttl, tc.blob), func(t *testing.T) {
+			runFilterModel(t, tc.seed, tc.onFlush, tc.ttl, tc.blob)
 		})
 	}
 }
 
-func runFilterModel(t *testing.T, seed int64, onFlush bool, ttl time.Duration) {
+func runFilterModel(t *testing.T, seed int64, onFlush bool, ttl time.Duration, blob bool) {
 	rng := rand.New(rand.NewSource(seed))
-	d, _ := openTest(t, &db.Options{CompactionFilter: modelFilter{onFlush: onFlush}, TTL: ttl,
-		WriteBufferSize: 4 << 10, DisableAutoCompactions: rng.Intn(2) == 0})
+	o := &db.Options{CompactionFilter: modelFilter{onFlush: onFlush}, TTL: ttl,
+		WriteBufferSize: 4 << 10, DisableAutoCompactions: rng.Intn(2) == 0}
+	if blob {
+		o.EnableBlobFiles, o.MinBlobSize, o.BlobFileSize = true, 4, 1<<10
+		o.EnableBlobGarbageCollection, o.BlobGarbageCollectionAgeCutoff = true, 0.5
+	}
+	d, _ := openTest(t, o)
 	defer d.Close()
 	clock := newTestClock(d, t0)
 	now := int64(t0)

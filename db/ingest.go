@@ -212,6 +212,10 @@ func (d *DB) inspectIngestFile(cf *ColumnFamily, path string, verify bool) (_ *i
 		switch k.Kind() {
 		case base.KindSet, base.KindDelete, base.KindSingleDelete:
 			return nil
+		case base.KindBlobIndex:
+			// Its value lies in a blob file of another database, which
+			// an ingestion does not bring (RocksDB refuses these too).
+			return invalidIngest(path, "key %q is a blob index: its value is in a blob file, and blob files cannot be ingested", k.UserKey)
 		}
 		return invalidIngest(path, "key %q of kind %s cannot be ingested", k.UserKey, k.Kind())
 	}

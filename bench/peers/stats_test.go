@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -38,4 +39,28 @@ func TestPebbleStatsWriteAmpLine(t *testing.T) {
 	require.Greater(t, f[2], f[1], out) // WAL framing
 	require.Positive(t, f[3], out)
 	require.InDelta(t, (f[3]+f[4])/f[1], f[0], 0.001, out)
+}
+
+// -enable_blob_files turns Pebble's value separation on: values at or above
+// -min_blob_size go to blob files, smaller ones stay in the tables.
+func TestPebbleValueSeparation(t *testing.T) {
+	for _, minSize := range []int{0, 512} {
+		dir := t.TempDir()
+		e, err := openPebble(engineConfig{dir: dir, writeBufferSize: 256 << 10, cacheSize: 1 << 20,
+			compression: "none", bloomBits: -1, blobMinSize: minSize})
+		require.NoError(t, err)
+		val := make([]byte, 1000)
+		for i := range 2000 {
+			require.NoError(t, e.Write([][]byte{[]byte(fmt.Sprintf("%016d", i))}, [][]byte{val}))
+		}
+		require.NoError(t, e.WaitForCompactions())
+		require.NoError(t, e.Close())
+		blobs, err := filepath.Glob(filepath.Join(dir, "*.blob"))
+		require.NoError(t, err)
+		if minSize == 0 {
+			require.Empty(t, blobs)
+		} else {
+			require.NotEmpty(t, blobs)
+		}
+	}
 }

@@ -6,9 +6,12 @@
 package blob
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 
+	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/checksum"
 )
@@ -256,4 +259,78 @@ func (x Index) String(format func([]byte) string) string {
 		s += fmt.Sprintf(" exp:%d", x.Expiration)
 	}
 	return s
+}
+
+// FileSummary is what CheckFile found in a whole blob file.
+type FileSummary struct {
+	Header Header
+	Footer Footer
+	// Count and Bytes are the records and their bytes (record header, key
+	// and stored value), as the MANIFEST's blob file addition counts them.
+	Count, Bytes uint64
+}
+
+// CheckFile reads the whole blob file name of size bytes from r: the
+// header, every record (both checksums) and the footer, whose blob count
+// must match the records. A damaged or truncated file is a corruption
+// naming the file and the offset.
+func CheckFile(name string, r io.ReaderAt, size int64) (FileSummary, error) {
+	var s FileSummary
+	if size < HeaderSize+FooterSize {
+		return s, base.CorruptionErrorf("blob file %s: offset 0: file of %d bytes is shorter than a header and footer", name, size)
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 256<<10)
+	var hdr [HeaderSize]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return s, errors.Wrapf(err, "strata: reading blob file %s", name)
+	}
+	var err error
+	if s.Header, err = DecodeHeader(name, hdr[:]); err != nil {
+		return s, err
+	}
+	end := size - FooterSize
+	off := int64(HeaderSize)
+	var rh [RecordHeaderSize]byte
+	var body []byte
+	for off < end {
+		if end-off < RecordHeaderSize {
+			return s, base.CorruptionErrorf("blob file %s: offset %d: %d bytes before the footer, short of a record header", name, off, end-off)
+		}
+		if _, err := io.ReadFull(br, rh[:]); err != nil {
+			return s, errors.Wrapf(err, "strata: reading blob file %s at offset %d", name, off)
+		}
+		if got, want := checksum.MaskedCRC(rh[:24]), binary.LittleEndian.Uint32(rh[24:]); got != want {
+			return s, base.CorruptionErrorf("blob file %s: offset %d: record header checksum mismatch", name, off)
+		}
+		kl, vl := binary.LittleEndian.Uint64(rh[:]), binary.LittleEndian.Uint64(rh[8:])
+		if kl > uint64(end-off-RecordHeaderSize) || vl > uint64(end-off-RecordHeaderSize)-kl {
+			return s, base.CorruptionErrorf("blob file %s: offset %d: record of key length %d, value length %d runs past the footer", name, off, kl, vl)
+		}
+		n := int(kl + vl)
+		if cap(body) < n {
+			body = make([]byte, n)
+		}
+		body = body[:n]
+		if _, err := io.ReadFull(br, body); err != nil {
+			return s, errors.Wrapf(err, "strata: reading blob file %s at offset %d", name, off)
+		}
+		if got, want := checksum.MaskedCRC(body), binary.LittleEndian.Uint32(rh[28:]); got != want {
+			return s, base.CorruptionErrorf("blob file %s: offset %d: record checksum mismatch", name, off)
+		}
+		rec := int64(RecordHeaderSize + n)
+		off += rec
+		s.Count++
+		s.Bytes += uint64(rec)
+	}
+	var ftr [FooterSize]byte
+	if _, err := io.ReadFull(br, ftr[:]); err != nil {
+		return s, errors.Wrapf(err, "strata: reading blob file %s footer", name)
+	}
+	if s.Footer, err = DecodeFooter(name, end, ftr[:]); err != nil {
+		return s, err
+	}
+	if s.Footer.BlobCount != s.Count {
+		return s, base.CorruptionErrorf("blob file %s: offset %d: footer counts %d blobs, the file holds %d", name, end, s.Footer.BlobCount, s.Count)
+	}
+	return s, nil
 }
