@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"reflect"
-
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/internal/base"
@@ -18,17 +16,13 @@ func WithComparer(c db.Comparer) Option {
 	return func(t *T) { t.comparers[c.Name()] = c }
 }
 
-// builtinType is the dynamic type of the db package's built-in comparers;
-// only values of it get the engine's built-in orders (with their bytewise
-// shortcuts), as db.Open gives them.
-var builtinType = reflect.TypeOf(db.BytewiseComparer())
-
 // comparer returns the comparer of a family whose MANIFEST records the
 // comparator name: one given with WithComparer, else a built-in one ("" is
 // bytewise), else an error naming the comparator.
 func (t *T) comparer(dir, family, name string) (c db.Comparer, builtin bool, err error) {
 	if c, ok := t.comparers[name]; ok {
-		return c, reflect.TypeOf(c) == builtinType, nil
+		_, builtin := c.(base.EngineComparer)
+		return c, builtin, nil
 	}
 	switch name {
 	case "", base.ComparatorName:
@@ -42,25 +36,9 @@ func (t *T) comparer(dir, family, name string) (c db.Comparer, builtin bool, err
 		dir, family, name, base.ComparatorName, base.ReverseComparatorName)
 }
 
-// engineComparer is the version package's form of c, for the verbs that
-// read the MANIFEST and tables below the db package.
-func engineComparer(c db.Comparer, builtin bool) *base.Comparer {
-	if builtin {
-		if b := base.BuiltinComparer(c.Name()); b != nil {
-			return b
-		}
-	}
-	ec := &base.Comparer{Name: c.Name(), Compare: c.Compare}
-	if s, ok := c.(interface {
-		Separator(dst, a, b []byte) []byte
-	}); ok {
-		ec.Separator = s.Separator
-	}
-	if s, ok := c.(interface{ Successor(dst, a []byte) []byte }); ok {
-		ec.Successor = s.Successor
-	}
-	return ec
-}
+// engineComparer is the engine's form of c, for the verbs that read the
+// MANIFEST and tables below the db package.
+func engineComparer(c db.Comparer) *base.Comparer { return base.FromKeyComparer(c) }
 
 // familyComparers reads dir's MANIFEST and sets, in opts, the comparer of
 // every column family it records, so that a database whose families are
@@ -105,11 +83,11 @@ func (t *T) familyComparers(c *cmdline, dir string, opts *db.Options) error {
 // MANIFEST themselves: the comparer each family's record names.
 func (t *T) versionComparer(dir string) func(family, stored string) (*base.Comparer, error) {
 	return func(family, stored string) (*base.Comparer, error) {
-		c, builtin, err := t.comparer(dir, family, stored)
+		c, _, err := t.comparer(dir, family, stored)
 		if err != nil {
 			return nil, err
 		}
-		return engineComparer(c, builtin), nil
+		return engineComparer(c), nil
 	}
 }
 
@@ -117,9 +95,9 @@ func (t *T) versionComparer(dir string) func(family, stored string) (*base.Compa
 // table's rocksdb.comparator property, or nil for a name the tool does not
 // know (the table is then refused, naming it).
 func (t *T) tableComparer(name string) *base.Comparer {
-	c, builtin, err := t.comparer("", "", name)
+	c, _, err := t.comparer("", "", name)
 	if err != nil {
 		return nil
 	}
-	return engineComparer(c, builtin)
+	return engineComparer(c)
 }
