@@ -62,13 +62,14 @@ type ExternalFileInfo struct {
 	// Size is the file's length in bytes.
 	Size uint64
 	// Smallest and Largest are the smallest and largest user keys of the
-	// point entries (Put and Delete); nil when there are none.
+	// point entries (Put and Delete), in the comparer's order; nil when
+	// there are none.
 	Smallest, Largest []byte
 	// NumEntries counts the point entries.
 	NumEntries uint64
 	// SmallestRangeDel and LargestRangeDel are the smallest start and the
-	// largest (exclusive) end of the range deletions; nil when there are
-	// none.
+	// largest (exclusive) end of the range deletions, in the comparer's
+	// order; nil when there are none.
 	SmallestRangeDel, LargestRangeDel []byte
 	// NumRangeDeletions counts the range deletions.
 	NumRangeDeletions uint64

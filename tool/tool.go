@@ -11,7 +11,9 @@
 //
 // Every verb opens the database read-only unless it writes (put, delete,
 // compact). A directory without a CURRENT file is refused with a clear error
-// before anything is opened.
+// before anything is opened. Each column family is opened in the order its
+// MANIFEST records: the built-in comparators by name, a user comparator
+// only when given with WithComparer.
 package tool
 
 import (
