@@ -389,6 +389,7 @@ func manifestCheck(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
+	t.orderFamilies(st)
 	files := 0
 	for _, cf := range st.cfs {
 		seen := map[uint64]int{}
