@@ -46,8 +46,8 @@ func engineComparer(c db.Comparer) *base.Comparer { return base.FromKeyComparer(
 // opts.Comparer, another family's in opts.ColumnFamilies when it is a user
 // comparer (db.Open settles built-in ones itself, from the MANIFEST and the
 // OPTIONS file, keeping the family's other options from the OPTIONS file).
-// It returns the comparer of the --column-family family, and whether it is
-// the built-in bytewise order.
+// It sets c.cmp to the comparer of the --column-family family, and
+// c.bytewise to whether that is the built-in bytewise order.
 func (t *T) familyComparers(c *cmdline, dir string, opts *db.Options) error {
 	path, err := currentManifest(dir)
 	if err != nil {
