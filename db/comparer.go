@@ -46,6 +46,11 @@ type builtinComparer struct{ c *base.Comparer }
 func (b builtinComparer) Name() string            { return b.c.Name }
 func (b builtinComparer) Compare(x, y []byte) int { return b.c.Compare(x, y) }
 
+// EngineComparer gives the engine's form of the order to the packages that
+// take a comparer by its methods (table.ExternalWriterOptions.Comparer), so
+// that the built-in bytewise one keeps its shortcuts there too.
+func (b builtinComparer) EngineComparer() *base.Comparer { return b.c }
+
 // BytewiseComparer returns RocksDB's default comparator,
 // "leveldb.BytewiseComparator": keys in lexicographic order of their
 // unsigned bytes (bytes.Compare).
@@ -60,24 +65,7 @@ func ReverseBytewiseComparer() Comparer { return builtinComparer{base.ReverseCom
 // Comparer whose Name is a built-in one's but whose type is not ours is
 // wrapped as any other: the engine's bytewise shortcuts are kept for the
 // built-in bytewise comparer only.
-func internalComparer(c Comparer) *base.Comparer {
-	switch c := c.(type) {
-	case nil:
-		return base.DefaultComparer
-	case builtinComparer:
-		return c.c
-	}
-	ic := &base.Comparer{Name: c.Name(), Compare: c.Compare}
-	if s, ok := c.(interface {
-		Separator(dst, a, b []byte) []byte
-	}); ok {
-		ic.Separator = s.Separator
-	}
-	if s, ok := c.(interface{ Successor(dst, a []byte) []byte }); ok {
-		ic.Successor = s.Successor
-	}
-	return ic
-}
+func internalComparer(c Comparer) *base.Comparer { return base.FromKeyComparer(c) }
 
 // comparerName returns the Name recorded for c (nil: bytewise).
 func comparerName(c Comparer) string {

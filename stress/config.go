@@ -87,8 +87,8 @@ type Config struct {
 	Compare func(a, b []byte) int `json:"-"`
 	// Comparator names the DB's comparator, carried to crash children:
 	// "" or "bytewise" (the default), or "reverse"
-	// (db.ReverseBytewiseComparer, which also sets Compare). Ingestion is
-	// off under "reverse": the external writer builds bytewise tables.
+	// (db.ReverseBytewiseComparer, which also sets Compare). Ingested
+	// files are built with the same comparer.
 	Comparator string
 
 	// Operation mix, in percent; they should add up to 100.
@@ -180,7 +180,6 @@ func (c Config) WithDefaults() Config {
 		if c.Compare == nil {
 			c.Compare = db.ReverseBytewiseComparer().Compare
 		}
-		c.IngestOneIn = -1
 	}
 	if c.TTL > 0 {
 		def(&c.ClockStepOneIn, 50)

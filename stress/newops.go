@@ -102,7 +102,9 @@ func (t *thread) ingest() {
 			return err
 		}
 		defer fs.Remove(path) // gone already after a moved ingestion
-		x := table.NewExternalWriter(f, table.ExternalWriterOptions{BloomBitsPerKey: r.cfg.BloomBits})
+		// The file is in the family's order (every family has the DB's
+		// comparer), which Ingest checks by the comparator name.
+		x := table.NewExternalWriter(f, table.ExternalWriterOptions{BloomBitsPerKey: r.cfg.BloomBits, Comparer: r.cfg.comparer()})
 		for _, w := range ws {
 			switch p := t.pos(w.Key); {
 			case p >= da && p < dbEnd:

@@ -40,6 +40,21 @@ type ExternalWriterOptions struct {
 	// NoWholeKeyFiltering leaves whole keys out of the filter (only
 	// prefixes go in).
 	NoWholeKeyFiltering bool
+	// Comparer orders the file's keys; it must be the comparer of the
+	// column family the file is ingested into (Ingest refuses a file whose
+	// rocksdb.comparator property is another's). A db.Comparer fits it:
+	// db.ReverseBytewiseComparer() for a reverse family, or the user
+	// comparer the family was opened with, whose optional Separator and
+	// Successor methods (see db.Comparer) shorten the file's index keys.
+	// Nil: bytewise (leveldb.BytewiseComparator).
+	Comparer KeyComparer
+}
+
+// KeyComparer is the order of an external file's keys: db.Comparer's
+// methods, so that any db.Comparer is one.
+type KeyComparer interface {
+	Name() string
+	Compare(a, b []byte) int
 }
 
 // ExternalFileInfo describes a finished external table file.
@@ -47,13 +62,14 @@ type ExternalFileInfo struct {
 	// Size is the file's length in bytes.
 	Size uint64
 	// Smallest and Largest are the smallest and largest user keys of the
-	// point entries (Put and Delete); nil when there are none.
+	// point entries (Put and Delete), in the comparer's order; nil when
+	// there are none.
 	Smallest, Largest []byte
 	// NumEntries counts the point entries.
 	NumEntries uint64
 	// SmallestRangeDel and LargestRangeDel are the smallest start and the
-	// largest (exclusive) end of the range deletions; nil when there are
-	// none.
+	// largest (exclusive) end of the range deletions, in the comparer's
+	// order; nil when there are none.
 	SmallestRangeDel, LargestRangeDel []byte
 	// NumRangeDeletions counts the range deletions.
 	NumRangeDeletions uint64
@@ -62,7 +78,8 @@ type ExternalFileInfo struct {
 // ExternalWriter writes a table file meant to be ingested into a database
 // (db.DB.Ingest, or RocksDB's IngestExternalFile): the Go counterpart of
 // RocksDB's SstFileWriter. Point entries are added with user keys in
-// strictly ascending bytewise order; every entry is stored with sequence
+// strictly ascending order of ExternalWriterOptions.Comparer (bytewise by
+// default); every entry is stored with sequence
 // number 0 and the file carries RocksDB's external-file properties
 // (rocksdb.external_sst_file.version 2, global_seqno 0), so the database
 // that ingests it assigns the sequence number.
@@ -71,6 +88,7 @@ type ExternalFileInfo struct {
 // than an out-of-order key, the writer is unusable.
 type ExternalWriter struct {
 	w       *Writer
+	cmp     *base.Comparer
 	lastKey []byte
 	hasLast bool
 	info    ExternalFileInfo
@@ -80,7 +98,9 @@ type ExternalWriter struct {
 // NewExternalWriter returns a writer of an external table file to w. The
 // caller syncs and closes the underlying file after Finish.
 func NewExternalWriter(w io.Writer, opts ExternalWriterOptions) *ExternalWriter {
+	cmp := base.FromKeyComparer(opts.Comparer)
 	wo := WriterOptions{
+		Comparer:          cmp,
 		BlockSize:         opts.BlockSize,
 		Compression:       opts.Compression,
 		BloomBitsPerKey:   opts.BloomBitsPerKey,
@@ -90,7 +110,7 @@ func NewExternalWriter(w io.Writer, opts ExternalWriterOptions) *ExternalWriter 
 	}
 	tw := NewWriter(w, wo)
 	tw.external = true
-	return &ExternalWriter{w: tw}
+	return &ExternalWriter{w: tw, cmp: cmp}
 }
 
 // Put adds key with value. key must sort after every key added before.
@@ -108,7 +128,7 @@ func (x *ExternalWriter) add(key, value []byte, kind base.Kind) error {
 	if x.done {
 		return base.InvalidArgumentf("table: external writer used after Finish")
 	}
-	if x.hasLast && bytes.Compare(key, x.lastKey) <= 0 {
+	if x.hasLast && x.cmp.CompareUser(key, x.lastKey) <= 0 {
 		what := "out of order"
 		if bytes.Equal(key, x.lastKey) {
 			what = "duplicate"
@@ -127,15 +147,17 @@ func (x *ExternalWriter) add(key, value []byte, kind base.Kind) error {
 	return nil
 }
 
-// DeleteRange adds a deletion of every key in [start, end), including keys
-// of this file. Range deletions may come in any order relative to point
+// DeleteRange adds a deletion of every key in [start, end) (in the
+// comparer's order) that the database holds when the file is ingested; the
+// file's own points, which get the same sequence number, are not covered
+// (as with RocksDB's SstFileWriter). Range deletions may come in any order relative to point
 // entries and to each other. start > end is an error; start == end adds
 // nothing.
 func (x *ExternalWriter) DeleteRange(start, end []byte) error {
 	if x.done {
 		return base.InvalidArgumentf("table: external writer used after Finish")
 	}
-	switch c := bytes.Compare(start, end); {
+	switch c := x.cmp.CompareUser(start, end); {
 	case c > 0:
 		return base.InvalidArgumentf("table: external file range deletion start %q > end %q", start, end)
 	case c == 0:
@@ -144,10 +166,10 @@ func (x *ExternalWriter) DeleteRange(start, end []byte) error {
 	if err := x.w.AddTombstone(base.Tombstone{Start: start, End: end, Seq: 0}); err != nil {
 		return err
 	}
-	if x.info.NumRangeDeletions == 0 || bytes.Compare(start, x.info.SmallestRangeDel) < 0 {
+	if x.info.NumRangeDeletions == 0 || x.cmp.CompareUser(start, x.info.SmallestRangeDel) < 0 {
 		x.info.SmallestRangeDel = slices.Clone(start)
 	}
-	if x.info.NumRangeDeletions == 0 || bytes.Compare(end, x.info.LargestRangeDel) > 0 {
+	if x.info.NumRangeDeletions == 0 || x.cmp.CompareUser(end, x.info.LargestRangeDel) > 0 {
 		x.info.LargestRangeDel = slices.Clone(end)
 	}
 	x.info.NumRangeDeletions++

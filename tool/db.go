@@ -35,16 +35,11 @@ func dbScan(t *T, c *cmdline) error {
 		}
 		ro.UpperBound = k
 	}
+	var p []byte
 	if c.prefix != "" {
-		p, err := c.key(c.prefix)
-		if err != nil {
+		var err error
+		if p, err = c.key(c.prefix); err != nil {
 			return err
-		}
-		if ro.LowerBound == nil || bytes.Compare(p, ro.LowerBound) > 0 {
-			ro.LowerBound = p
-		}
-		if end := db.PrefixUpperBound(p); end != nil && (ro.UpperBound == nil || bytes.Compare(end, ro.UpperBound) < 0) {
-			ro.UpperBound = end
 		}
 	}
 	d, err := t.open(c, c.args[0], false)
@@ -56,12 +51,37 @@ func dbScan(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	if ro.LowerBound != nil && ro.UpperBound != nil && bytes.Compare(ro.LowerBound, ro.UpperBound) >= 0 {
+	// --from and --to are in the family's order; so is every comparison
+	// of bounds below.
+	cmp := bytes.Compare
+	if c.cmp != nil && !c.bytewise {
+		cmp = c.cmp.Compare
+	}
+	filterPrefix := false
+	if p != nil {
+		if c.bytewise {
+			// The keys with prefix p are [p, PrefixUpperBound(p)).
+			if ro.LowerBound == nil || bytes.Compare(p, ro.LowerBound) > 0 {
+				ro.LowerBound = p
+			}
+			if end := db.PrefixUpperBound(p); end != nil && (ro.UpperBound == nil || bytes.Compare(end, ro.UpperBound) < 0) {
+				ro.UpperBound = end
+			}
+		} else {
+			// In another order those keys need not be one range that
+			// bounds can name: the scan keeps the keys with the prefix.
+			filterPrefix = true
+		}
+	}
+	if ro.LowerBound != nil && ro.UpperBound != nil && cmp(ro.LowerBound, ro.UpperBound) >= 0 {
 		return nil
 	}
 	it := cf.NewIterator(ro)
 	n := int64(0)
 	for it.SeekToFirst(); it.Valid() && (c.limit < 0 || n < c.limit); it.Next() {
+		if filterPrefix && !bytes.HasPrefix(it.Key(), p) {
+			continue
+		}
 		fmt.Fprintf(c.out, "%s : %s\n", c.format(it.Key()), c.format(it.Value()))
 		n++
 	}

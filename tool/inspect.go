@@ -121,7 +121,7 @@ func dbCheck(t *T, c *cmdline) error {
 	if err := checkDB(dir); err != nil {
 		return err
 	}
-	vs, err := version.Load(vfs.Default, dir, version.Options{})
+	vs, err := version.Load(vfs.Default, dir, version.Options{Comparer: t.versionComparer(dir)})
 	if err != nil {
 		return errors.Wrapf(err, "strata: db check %s", dir)
 	}
@@ -138,7 +138,7 @@ func dbCheck(t *T, c *cmdline) error {
 	}
 	vs.Close()
 	for _, p := range live {
-		if err := checkTable(p, nil); err != nil {
+		if err := t.checkTable(p, nil); err != nil {
 			return err
 		}
 	}
@@ -245,7 +245,9 @@ func tableFiles(arg string) ([]string, error) {
 	return m, nil
 }
 
-func openTable(path string) (*table.Reader, error) {
+// openTable opens a table in the order its rocksdb.comparator property
+// names: a built-in comparator or one given with WithComparer.
+func (t *T) openTable(path string) (*table.Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, errors.Wrap(err, "strata")
@@ -256,7 +258,7 @@ func openTable(path string) (*table.Reader, error) {
 		return nil, errors.Wrap(err, "strata")
 	}
 	_, num, _ := base.ParseFilename(filepath.Base(path))
-	r, err := table.Open(f, st.Size(), table.ReaderOptions{FileName: path, FileNum: num})
+	r, err := table.Open(f, st.Size(), table.ReaderOptions{FileName: path, FileNum: num, ComparerByName: t.tableComparer})
 	if err != nil {
 		f.Close()
 		return nil, errors.Wrapf(err, "strata: %s", path)
@@ -266,7 +268,7 @@ func openTable(path string) (*table.Reader, error) {
 
 // eachTable runs fn on every table of arg, printing "FILE:" before each
 // when arg is a directory.
-func eachTable(c *cmdline, fn func(path string, r *table.Reader) error) error {
+func (t *T) eachTable(c *cmdline, fn func(path string, r *table.Reader) error) error {
 	if err := c.need(1, "FILE|DIR"); err != nil {
 		return err
 	}
@@ -278,7 +280,7 @@ func eachTable(c *cmdline, fn func(path string, r *table.Reader) error) error {
 		if len(files) > 1 || p != c.args[0] {
 			fmt.Fprintf(c.out, "%s:\n", p)
 		}
-		r, err := openTable(p)
+		r, err := t.openTable(p)
 		if err != nil {
 			return err
 		}
@@ -299,7 +301,7 @@ func sstScan(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	return eachTable(c, func(path string, r *table.Reader) error {
+	return t.eachTable(c, func(path string, r *table.Reader) error {
 		it := r.NewIter()
 		var ok bool
 		if from != nil {
@@ -333,14 +335,14 @@ func sstScan(t *T, c *cmdline) error {
 }
 
 func sstProperties(t *T, c *cmdline) error {
-	return eachTable(c, func(path string, r *table.Reader) error {
+	return t.eachTable(c, func(path string, r *table.Reader) error {
 		fmt.Fprint(c.out, r.Properties().String())
 		return nil
 	})
 }
 
 func sstLayout(t *T, c *cmdline) error {
-	return eachTable(c, func(path string, r *table.Reader) error {
+	return t.eachTable(c, func(path string, r *table.Reader) error {
 		blocks, err := r.Layout()
 		if err != nil {
 			return err
@@ -358,8 +360,8 @@ func sstLayout(t *T, c *cmdline) error {
 
 // checkTable verifies every block checksum of a table and that its point
 // keys are in strictly increasing internal-key order; n counts them.
-func checkTable(path string, n *int) error {
-	r, err := openTable(path)
+func (t *T) checkTable(path string, n *int) error {
+	r, err := t.openTable(path)
 	if err != nil {
 		return err
 	}
@@ -400,7 +402,7 @@ func sstCheck(t *T, c *cmdline) error {
 	}
 	for _, p := range files {
 		var n int
-		if err := checkTable(p, &n); err != nil {
+		if err := t.checkTable(p, &n); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.out, "%s: OK, %d entries\n", p, n)
@@ -426,6 +428,7 @@ func manifestCheck(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
+	t.orderFamilies(st)
 	files := 0
 	for _, cf := range st.cfs {
 		seen := map[uint64]int{}

@@ -29,6 +29,7 @@ type cfState struct {
 	name       string
 	logNumber  uint64
 	comparator string
+	order      *base.Comparer // set by orderFamilies
 	levels     [ldbLevels]map[uint64]*version.FileMetadata
 }
 
@@ -130,14 +131,27 @@ func (st *manifestState) apply(e *version.Edit) error {
 // files returns a level's files in RocksDB's order: level 0 newest first
 // (largest, then smallest sequence number, then file number, descending),
 // other levels by smallest internal key, then file number.
-// cmp returns the order the family's records name: a built-in comparer, or
-// bytewise for a name the tool does not know (its checks then assume
-// bytewise order).
+// cmp returns the order the family's records name: one given with
+// WithComparer (see orderFamilies), a built-in comparer, or bytewise for a
+// name the tool does not know (its checks then assume bytewise order).
 func (cf *cfState) cmp() *base.Comparer {
+	if cf.order != nil {
+		return cf.order
+	}
 	if c := base.BuiltinComparer(cf.comparator); c != nil {
 		return c
 	}
 	return base.DefaultComparer
+}
+
+// orderFamilies gives each family of st the comparer given with
+// WithComparer under the name its records hold, if any.
+func (t *T) orderFamilies(st *manifestState) {
+	for _, cf := range st.cfs {
+		if c, ok := t.comparers[cf.comparator]; ok {
+			cf.order = base.FromKeyComparer(c)
+		}
+	}
 }
 
 func (cf *cfState) files(level int) []*version.FileMetadata {
@@ -184,6 +198,7 @@ func manifestDump(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
+	t.orderFamilies(st)
 	var b strings.Builder
 	ids := make([]uint32, 0, len(st.cfs))
 	for id := range st.cfs {
@@ -251,6 +266,7 @@ func dbListColumnFamilies(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
+	t.orderFamilies(st)
 	ids := make([]uint32, 0, len(st.cfs))
 	for id := range st.cfs {
 		ids = append(ids, id)

@@ -11,7 +11,9 @@
 //
 // Every verb opens the database read-only unless it writes (put, delete,
 // compact). A directory without a CURRENT file is refused with a clear error
-// before anything is opened.
+// before anything is opened. Each column family is opened in the order its
+// MANIFEST records: the built-in comparators by name, a user comparator
+// only when given with WithComparer.
 package tool
 
 import (
@@ -34,7 +36,8 @@ var ErrUsage = errors.New("strata: usage")
 
 // T is a set of verbs; Run executes one.
 type T struct {
-	mergeOps map[string]db.MergeOperator
+	mergeOps  map[string]db.MergeOperator
+	comparers map[string]db.Comparer
 }
 
 // Option configures a T.
@@ -48,7 +51,7 @@ func WithMergeOperator(op db.MergeOperator) Option {
 
 // New returns the command set.
 func New(opts ...Option) *T {
-	t := &T{mergeOps: map[string]db.MergeOperator{}}
+	t := &T{mergeOps: map[string]db.MergeOperator{}, comparers: map[string]db.Comparer{}}
 	for _, o := range opts {
 		o(t)
 	}
@@ -132,12 +135,17 @@ type cmdline struct {
 	cfVerb             bool // the verb takes --column-family
 	printValue, header bool
 	createIfMissing    bool
-	args               []string
-	err                error
+	// cmp is the order of the --column-family family once the database is
+	// open (nil before, and for a database the verb creates: bytewise);
+	// bytewise says it is the built-in bytewise one.
+	cmp      db.Comparer
+	bytewise bool
+	args     []string
+	err      error
 }
 
 func newCmdline(name string, out io.Writer) *cmdline {
-	c := &cmdline{out: out}
+	c := &cmdline{out: out, bytewise: true}
 	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&c.hex, "hex", false, "keys and values in and out as 0x-prefixed hex")
@@ -235,7 +243,8 @@ func checkDB(dir string) error {
 	return nil
 }
 
-// open opens dir, read-only unless write.
+// open opens dir, read-only unless write, each column family in the
+// order its MANIFEST records (see familyComparers).
 func (t *T) open(c *cmdline, dir string, write bool) (*db.DB, error) {
 	create := write && c.createIfMissing
 	if _, err := os.Stat(dir); create && os.IsNotExist(err) {
@@ -244,6 +253,11 @@ func (t *T) open(c *cmdline, dir string, write bool) (*db.DB, error) {
 		return nil, err
 	}
 	opts := &db.Options{ReadOnly: !write, CreateIfMissing: create}
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err == nil {
+		if err := t.familyComparers(c, dir, opts); err != nil {
+			return nil, err
+		}
+	}
 	if c.mergeOperator != "" {
 		op := t.mergeOps[c.mergeOperator]
 		if op == nil {

@@ -104,3 +104,39 @@ func BuiltinComparer(name string) *Comparer {
 	}
 	return nil
 }
+
+// KeyComparer is the method form of an order (the db package's Comparer).
+type KeyComparer interface {
+	Name() string
+	Compare(a, b []byte) int
+}
+
+// EngineComparer is implemented by the db package's built-in comparers: it
+// returns the engine's own form of the order, so that the bytewise one
+// keeps its shortcuts wherever it is passed as a KeyComparer.
+type EngineComparer interface {
+	EngineComparer() *Comparer
+}
+
+// FromKeyComparer returns the engine's form of c: DefaultComparer for nil,
+// a built-in comparer's own form, else a Comparer calling c's methods (with
+// its optional Separator and Successor). A user comparer whose Name is a
+// built-in one's is wrapped as any other: its order is its own code.
+func FromKeyComparer(c KeyComparer) *Comparer {
+	if c == nil {
+		return DefaultComparer
+	}
+	if e, ok := c.(EngineComparer); ok {
+		return e.EngineComparer()
+	}
+	ic := &Comparer{Name: c.Name(), Compare: c.Compare}
+	if s, ok := c.(interface {
+		Separator(dst, a, b []byte) []byte
+	}); ok {
+		ic.Separator = s.Separator
+	}
+	if s, ok := c.(interface{ Successor(dst, a []byte) []byte }); ok {
+		ic.Successor = s.Successor
+	}
+	return ic
+}
