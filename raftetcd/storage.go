@@ -310,24 +310,18 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 			break
 		}
 		// Decode Data into one arena for the whole result, not one
-		// allocation per entry: Unmarshal appends the payload to
-		// e.Data[:0], which then has room (a value is longer than its
-		// payload), and the three-index slice keeps entries apart.
+		// allocation per entry.
 		if len(arena)+len(v) > cap(arena) {
 			// Sized for the rest of the range at this entry's size.
 			arena = make([]byte, 0, max(len(v), int(min(arenaSize, maxSize, (hi-idx)*uint64(len(v))))))
 		}
 		var e pb.Entry
-		e.Data = arena[len(arena) : len(arena) : len(arena)+len(v)]
-		if err := e.Unmarshal(v); err != nil {
+		if n, ok := decodeEntry(&e, v, arena[len(arena):len(arena):len(arena)+len(v)]); ok {
+			arena = arena[:len(arena)+n]
+		} else if err := e.Unmarshal(v); err != nil {
+			// Not an entry as raft marshals it (unknown fields, or
+			// corrupt): the generated decoder says which.
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", idx, err)
-		}
-		if len(e.Data) == 0 {
-			// Keep nil and empty apart as a fresh Unmarshal does.
-			e = pb.Entry{}
-			_ = e.Unmarshal(v)
-		} else {
-			arena = arena[:len(arena)+len(e.Data)]
 		}
 		if e.Index != idx {
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", idx, e.Index)
@@ -342,6 +336,52 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 		return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d missing", next)
 	}
 	return ents, nil
+}
+
+// decodeEntry decodes a marshalled raftpb.Entry v into e as Unmarshal does,
+// copying Data into dst (a slice with room for len(v) bytes) and returning
+// how many bytes of dst it used. It handles the four fields raft writes
+// (Type, Term, Index as varints, Data as bytes, in any order, the last of a
+// repeated field winning as in proto) and returns ok false on anything else
+// (another field or wire type, a truncated value), leaving the generated
+// Unmarshal to decide.
+func decodeEntry(e *pb.Entry, v, dst []byte) (n int, ok bool) {
+	*e = pb.Entry{}
+	for i := 0; i < len(v); {
+		tag := v[i]
+		i++
+		if tag == 0x22 { // field 4, Data: length-delimited
+			l, w := binary.Uvarint(v[i:])
+			if w <= 0 || l > uint64(len(v)-i-w) {
+				return 0, false
+			}
+			i += w
+			// Proto's last-wins for a repeated bytes field: the
+			// generated code appends to Data[:0].
+			// Capped: an append to one returned entry's Data must not
+			// write over the next one's in the arena.
+			e.Data = append(dst[:0], v[i:i+int(l)]...)[:l:l]
+			n = int(l)
+			i += int(l)
+			continue
+		}
+		x, w := binary.Uvarint(v[i:])
+		if w <= 0 {
+			return 0, false
+		}
+		i += w
+		switch tag {
+		case 0x08: // field 1, Type
+			e.Type = pb.EntryType(int32(x))
+		case 0x10: // field 2, Term
+			e.Term = x
+		case 0x18: // field 3, Index
+			e.Index = x
+		default:
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // Term returns the term of entry i, from the term cache when it is recent.
