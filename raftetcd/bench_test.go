@@ -148,11 +148,23 @@ func (quietLogger) Fatalf(format string, args ...interface{}) {
 
 var benchStores = []string{"strata", "pebble", "bbolt"}
 
+// openBenchLog opens a log of the named store. "strata" is Storage with
+// its default options; "strata-nocache" is Storage without its entry cache
+// and "strata-cache" with one holding the whole log of BenchmarkEntries:
+// the first measures the database against Pebble and bbolt, the second
+// what the cache adds.
 func openBenchLog(b *testing.B, store string) benchLog {
 	dir := b.TempDir()
 	switch store {
-	case "strata":
-		s, err := Open(dir, nil, nil)
+	case "strata", "strata-nocache", "strata-cache":
+		var opts Options
+		switch store {
+		case "strata-nocache":
+			opts.EntryCacheSize = -1
+		case "strata-cache":
+			opts.EntryCacheSize = 16 << 20
+		}
+		s, err := Open(dir, nil, &opts)
 		require.NoError(b, err)
 		return strataLog{s}
 	case "pebble":
@@ -207,10 +219,10 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkEntries: ranges of 256 consecutive entries of 128 B from a log
-// of 20,000, at random starts.
+// of 20,000, at random starts; Strata with and without its entry cache.
 func BenchmarkEntries(b *testing.B) {
 	const logLen, span = 20000, 256
-	for _, store := range benchStores {
+	for _, store := range []string{"strata-nocache", "strata-cache", "pebble", "bbolt"} {
 		b.Run("store="+store, func(b *testing.B) {
 			l := openBenchLog(b, store)
 			defer l.close()
@@ -225,6 +237,11 @@ func BenchmarkEntries(b *testing.B) {
 				if err != nil || len(ents) != span {
 					b.Fatalf("entries %d: %d, %v", lo, len(ents), err)
 				}
+			}
+			b.StopTimer()
+			if sl, ok := l.(strataLog); ok {
+				// The cached case is all cache, the other none of it.
+				require.Equal(b, store == "strata-cache", len(sl.s.ents) == logLen)
 			}
 			b.ReportMetric(float64(b.N*span)/b.Elapsed().Seconds(), "entries/s")
 		})

@@ -31,6 +31,16 @@
 // index, cut and extended by each append), plus the truncated state's term,
 // so Term of a recent index never reads the database.
 //
+// # Entry cache
+//
+// raft reads back the entries it has just appended, to send them to
+// followers and to apply them. Storage keeps the last entries appended, up
+// to Options.EntryCacheSize bytes, in memory (as CockroachDB's raftentry
+// cache does on Pebble): a window of the log ending at the last index, its
+// payloads copied from the appended entries, cut by a conflicting tail,
+// trimmed by Compact and emptied by a snapshot. Entries of a range inside
+// the window are copied out of it without reading the database.
+//
 // Errors: ErrCompacted, ErrUnavailable and ErrSnapOutOfDate are returned
 // unwrapped, where raft's MemoryStorage returns them, because raft compares
 // them with ==. Where MemoryStorage panics (a request past the last index),
@@ -41,6 +51,7 @@ package raftetcd
 import (
 	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
@@ -60,6 +71,10 @@ var (
 // keeps in memory when Options.TermCacheSize is 0.
 const DefaultTermCacheSize = 4096
 
+// DefaultEntryCacheSize is the bytes of recent entries Storage keeps in
+// memory when Options.EntryCacheSize is 0.
+const DefaultEntryCacheSize = 1 << 20
+
 // Options configure a Storage.
 type Options struct {
 	// RangeID names the raft group: its keys start with the range-local
@@ -68,6 +83,10 @@ type Options struct {
 	// TermCacheSize is how many recent entries' terms are kept in memory;
 	// 0 means DefaultTermCacheSize, negative means none.
 	TermCacheSize int
+	// EntryCacheSize bounds the bytes (payloads plus a fixed cost per
+	// entry) of the recently appended entries kept in memory for Entries;
+	// 0 means DefaultEntryCacheSize, negative means none.
+	EntryCacheSize int
 }
 
 // Storage is a raft.Storage on a Strata database, and the writes an
@@ -96,6 +115,14 @@ type Storage struct {
 	terms    []uint64
 	termsLo  uint64
 	termsCap int
+
+	// ents is the entry cache: ents[i] is entry entsLo+i, the window ends
+	// at last when it is not empty, and entsBytes (its cost) stays within
+	// entsCap.
+	ents      []pb.Entry
+	entsLo    uint64
+	entsBytes int
+	entsCap   int
 
 	batch *db.Batch
 	buf   []byte
@@ -139,6 +166,13 @@ func New(d *db.DB, opts *Options) (*Storage, error) {
 	}
 	if s.termsCap < 0 {
 		s.termsCap = 0
+	}
+	s.entsCap = o.EntryCacheSize
+	if s.entsCap == 0 {
+		s.entsCap = DefaultEntryCacheSize
+	}
+	if s.entsCap < 0 {
+		s.entsCap = 0
 	}
 	s.prefix = RangePrefix(o.RangeID)
 	s.logLo = s.key(suffixLog)
@@ -260,7 +294,9 @@ func (s *Storage) HardState() pb.HardState {
 }
 
 // Entries returns the entries in [lo, hi), at least one, at most maxSize
-// bytes of them (raft's limitSize: the sum of Entry.Size()).
+// bytes of them (raft's limitSize: the sum of Entry.Size()). The entries'
+// Data may be shared with the entry cache: callers must not modify them
+// (raft does not; MemoryStorage shares them the same way).
 func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -276,11 +312,24 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	if lo >= hi {
 		return nil, nil
 	}
+	if len(s.ents) > 0 && lo >= s.entsLo && hi <= s.entsLo+uint64(len(s.ents)) {
+		src := s.ents[lo-s.entsLo : hi-s.entsLo]
+		// raft's limitSize: at least one, then up to maxSize bytes.
+		n, size := 1, uint64(src[0].Size())
+		for ; n < len(src); n++ {
+			if size += uint64(src[n].Size()); size > maxSize {
+				break
+			}
+		}
+		// A copy of the entries (the window changes under later
+		// appends); their payloads are the cache's, never written.
+		return append([]pb.Entry(nil), src[:n]...), nil
+	}
 	return s.readEntries(lo, hi, maxSize)
 }
 
 // arenaSize bounds one payload arena of readEntries.
-const arenaSize = 64 << 10
+const arenaSize = 32 << 10
 
 // readEntries scans [lo, hi), stopping before the entry that takes the total
 // past maxSize (always returning the first). Every index must be present.
@@ -567,10 +616,13 @@ func (s *Storage) SaveReady(hs pb.HardState, entries []pb.Entry, snap pb.Snapsho
 	if haveSnap {
 		s.snapMeta = snap.Metadata
 		s.terms, s.termsLo = s.terms[:0], truncIndex+1
+		s.dropCachedEntries(len(s.ents))
+		s.entsLo = truncIndex + 1
 	}
 	s.truncIndex, s.truncTerm = truncIndex, truncTerm
 	if len(entries) > 0 && entries[len(entries)-1].Index > truncIndex {
 		s.cacheTerms(entries)
+		s.cacheEntries(entries)
 	}
 	s.last = last
 	if !raft.IsEmptyHardState(hs) {
@@ -601,6 +653,63 @@ func (s *Storage) cacheTerms(entries []pb.Entry) {
 		s.terms = s.terms[over:]
 		s.termsLo += uint64(over)
 	}
+}
+
+// entryCost is what an entry counts against Options.EntryCacheSize: its
+// payload and the Entry itself.
+func entryCost(e *pb.Entry) int { return len(e.Data) + int(unsafe.Sizeof(pb.Entry{})) }
+
+// cacheEntries puts entries (just written, the new tail of the log) into
+// the entry cache, dropping what they replaced and the oldest entries past
+// the cache's size. Their payloads are copied, into one allocation: the
+// application may reuse its buffers once SaveReady returns.
+func (s *Storage) cacheEntries(entries []pb.Entry) {
+	if s.entsCap == 0 {
+		return
+	}
+	first := entries[0].Index
+	if len(s.ents) == 0 || first < s.entsLo || first > s.entsLo+uint64(len(s.ents)) {
+		s.dropCachedEntries(len(s.ents))
+		s.entsLo = first
+	} else {
+		cut := int(first - s.entsLo)
+		for i := range s.ents[cut:] {
+			s.entsBytes -= entryCost(&s.ents[cut+i])
+		}
+		clear(s.ents[cut:])
+		s.ents = s.ents[:cut]
+	}
+	n := 0
+	for i := range entries {
+		n += len(entries[i].Data)
+	}
+	arena := make([]byte, 0, n)
+	for _, e := range entries {
+		if e.Data != nil {
+			k := len(arena)
+			arena = append(arena, e.Data...)
+			e.Data = arena[k:len(arena):len(arena)]
+		}
+		s.ents = append(s.ents, e)
+		s.entsBytes += entryCost(&e)
+	}
+	over := 0
+	for b := s.entsBytes; b > s.entsCap; over++ {
+		b -= entryCost(&s.ents[over])
+	}
+	s.dropCachedEntries(over)
+}
+
+// dropCachedEntries removes the first n entries of the entry cache.
+func (s *Storage) dropCachedEntries(n int) {
+	for i := range s.ents[:n] {
+		s.entsBytes -= entryCost(&s.ents[i])
+	}
+	// Cleared, so that the payloads are not kept alive by the array until
+	// append reallocates it.
+	clear(s.ents[:n])
+	s.ents = s.ents[n:]
+	s.entsLo += uint64(n)
 }
 
 // CreateSnapshot saves a snapshot at index i with the given ConfState (if
@@ -668,6 +777,9 @@ func (s *Storage) Compact(compactIndex uint64) error {
 		drop := min(uint64(len(s.terms)), compactIndex+1-s.termsLo)
 		s.terms = s.terms[drop:]
 		s.termsLo += drop
+	}
+	if len(s.ents) > 0 && s.entsLo <= compactIndex {
+		s.dropCachedEntries(int(min(uint64(len(s.ents)), compactIndex+1-s.entsLo)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package raftetcd
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -154,12 +155,21 @@ func TestRangesShareADatabase(t *testing.T) {
 
 // TestMatchesMemoryStorage runs random appends (with conflicting tails),
 // compactions, snapshots and reopens on a Storage with a tiny term cache
-// and on raft's MemoryStorage, and compares every answer.
+// and on raft's MemoryStorage, and compares every answer: without the
+// entry cache, with one of a few entries and with the default one.
 func TestMatchesMemoryStorage(t *testing.T) {
+	for _, cacheSize := range []int{-1, 300, 0} {
+		t.Run(fmt.Sprintf("cache=%d", cacheSize), func(t *testing.T) {
+			testMatchesMemoryStorage(t, cacheSize)
+		})
+	}
+}
+
+func testMatchesMemoryStorage(t *testing.T, cacheSize int) {
 	for seed := int64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		dir := t.TempDir()
-		opts := &Options{TermCacheSize: 3}
+		opts := &Options{TermCacheSize: 3, EntryCacheSize: cacheSize}
 		s, err := Open(dir, nil, opts)
 		require.NoError(t, err)
 		m := raft.NewMemoryStorage()
@@ -218,6 +228,7 @@ func TestMatchesMemoryStorage(t *testing.T) {
 				require.Equal(t, werr, gerr)
 				require.Equal(t, we, ge, "seed %d step %d entries from %d max %d", seed, step, lo, max)
 			}
+			checkEntryCache(t, s)
 			ws, _ := m.Snapshot()
 			gs, err := s.Snapshot()
 			require.NoError(t, err)
@@ -360,4 +371,42 @@ func TestDecodeEntryMatchesUnmarshal(t *testing.T) {
 		require.Equal(t, len(got.Data), n)
 		require.Equal(t, len(got.Data), cap(got.Data))
 	}
+}
+
+// checkEntryCache checks the entry cache's invariants: within its size,
+// its cost accounted exactly, a window ending at the last index.
+func checkEntryCache(t *testing.T, s *Storage) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	cost := 0
+	for i := range s.ents {
+		require.Equal(t, s.entsLo+uint64(i), s.ents[i].Index)
+		cost += entryCost(&s.ents[i])
+	}
+	require.Equal(t, cost, s.entsBytes)
+	require.LessOrEqual(t, s.entsBytes, s.entsCap)
+	if len(s.ents) > 0 {
+		require.Equal(t, s.last, s.entsLo+uint64(len(s.ents))-1)
+		require.Greater(t, s.entsLo, s.truncIndex)
+	}
+}
+
+// TestEntryCacheCopiesPayloads: an application reusing its entries'
+// buffers after SaveReady does not change what Entries returns, and the
+// cache answers without the database (closed under it here).
+func TestEntryCacheCopiesPayloads(t *testing.T) {
+	s, err := Open(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	ents := []pb.Entry{{Index: 1, Term: 1, Data: []byte("one")}, {Index: 2, Term: 1, Data: []byte("two")}}
+	require.NoError(t, s.Append(ents))
+	copy(ents[0].Data, "xxx")
+	copy(ents[1].Data, "yyy")
+	got, err := s.Entries(1, 3, math.MaxUint64)
+	require.NoError(t, err)
+	require.Equal(t, []pb.Entry{{Index: 1, Term: 1, Data: []byte("one")}, {Index: 2, Term: 1, Data: []byte("two")}}, got)
+	require.Len(t, s.ents, 2, "appended entries are cached")
+	require.NoError(t, s.Close())
+	got, err = s.Entries(2, 3, math.MaxUint64)
+	require.NoError(t, err, "served from the cache")
+	require.Equal(t, []byte("two"), got[0].Data)
 }
