@@ -123,6 +123,11 @@ type Storage struct {
 	entsLo    uint64
 	entsBytes int
 	entsCap   int
+	// entsBuf is the array ents lies in (from its start), so the window
+	// can move back to its front instead of into a new array; entsArena
+	// is the chunk the payloads of the next appends are copied into.
+	entsBuf   []pb.Entry
+	entsArena []byte
 
 	batch *db.Batch
 	buf   []byte
@@ -661,8 +666,9 @@ func entryCost(e *pb.Entry) int { return len(e.Data) + int(unsafe.Sizeof(pb.Entr
 
 // cacheEntries puts entries (just written, the new tail of the log) into
 // the entry cache, dropping what they replaced and the oldest entries past
-// the cache's size. Their payloads are copied, into one allocation: the
-// application may reuse its buffers once SaveReady returns.
+// the cache's size. Their payloads are copied (the application may reuse
+// its buffers once SaveReady returns) into chunks shared by many appends,
+// so that an append allocates nothing in the steady state.
 func (s *Storage) cacheEntries(entries []pb.Entry) {
 	if s.entsCap == 0 {
 		return
@@ -679,16 +685,18 @@ func (s *Storage) cacheEntries(entries []pb.Entry) {
 		clear(s.ents[cut:])
 		s.ents = s.ents[:cut]
 	}
-	n := 0
-	for i := range entries {
-		n += len(entries[i].Data)
-	}
-	arena := make([]byte, 0, n)
+	s.growCache(len(entries))
 	for _, e := range entries {
 		if e.Data != nil {
-			k := len(arena)
-			arena = append(arena, e.Data...)
-			e.Data = arena[k:len(arena):len(arena)]
+			if len(s.entsArena)+len(e.Data) > cap(s.entsArena) {
+				// The old chunk lives on in the entries that use it.
+				s.entsArena = make([]byte, 0, max(arenaSize, len(e.Data)))
+			}
+			// Each payload capped at its length: the chunk's next
+			// bytes are written by later appends, never these.
+			k := len(s.entsArena)
+			s.entsArena = append(s.entsArena, e.Data...)
+			e.Data = s.entsArena[k:len(s.entsArena):len(s.entsArena)]
 		}
 		s.ents = append(s.ents, e)
 		s.entsBytes += entryCost(&e)
@@ -698,6 +706,29 @@ func (s *Storage) cacheEntries(entries []pb.Entry) {
 		b -= entryCost(&s.ents[over])
 	}
 	s.dropCachedEntries(over)
+}
+
+// growCache makes room for n more entries in the cache's array: by moving
+// the window back to the array's front when the front has been dropped
+// (cache windows slide; amortised O(1) per entry), else in a new array of
+// twice the need.
+func (s *Storage) growCache(n int) {
+	need := len(s.ents) + n
+	if need <= cap(s.ents) {
+		return
+	}
+	if need <= cap(s.entsBuf) {
+		buf := s.entsBuf[:cap(s.entsBuf)]
+		k := copy(buf, s.ents)
+		// The stale copies past the window would keep payloads alive.
+		clear(buf[k:])
+		s.ents = buf[:k]
+		return
+	}
+	buf := make([]pb.Entry, len(s.ents), 2*need)
+	copy(buf, s.ents)
+	clear(s.ents)
+	s.entsBuf, s.ents = buf[:0], buf
 }
 
 // dropCachedEntries removes the first n entries of the entry cache.
