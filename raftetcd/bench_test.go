@@ -29,10 +29,13 @@ type benchLog interface {
 	close() error
 }
 
-type strataLog struct{ s *Storage }
+type strataLog struct {
+	s      *Storage
+	noSync bool
+}
 
 func (l strataLog) save(hs pb.HardState, ents []pb.Entry) error {
-	return l.s.SaveReady(hs, ents, pb.Snapshot{}, true)
+	return l.s.SaveReady(hs, ents, pb.Snapshot{}, !l.noSync)
 }
 func (l strataLog) entries(lo, hi uint64) ([]pb.Entry, error) {
 	return l.s.Entries(lo, hi, math.MaxUint64)
@@ -41,6 +44,7 @@ func (l strataLog) close() error { return l.s.Close() }
 
 type pebbleLog struct {
 	d      *pebble.DB
+	noSync bool
 	prefix []byte
 	buf    []byte
 }
@@ -70,6 +74,9 @@ func (l *pebbleLog) save(hs pb.HardState, ents []pb.Entry) error {
 	}
 	if err := b.Set(append(append([]byte(nil), l.prefix...), suffixHardState...), v, nil); err != nil {
 		return err
+	}
+	if l.noSync {
+		return b.Commit(pebble.NoSync)
 	}
 	return b.Commit(pebble.Sync)
 }
@@ -164,7 +171,7 @@ func openBenchLog(b *testing.B, store string) benchLog {
 		}
 		s, err := Open(dir, nil, &opts)
 		require.NoError(b, err)
-		return strataLog{s}
+		return strataLog{s: s}
 	case "pebble":
 		d, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
 		require.NoError(b, err)
@@ -214,6 +221,45 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// unsynced returns l writing without syncing.
+func unsynced(l benchLog) benchLog {
+	switch l := l.(type) {
+	case strataLog:
+		l.noSync = true
+		return l
+	case *pebbleLog:
+		l.noSync = true
+		return l
+	case boltLog:
+		l.d.NoSync = true
+		return l
+	}
+	panic("unknown log")
+}
+
+// BenchmarkAppendNoSync is BenchmarkAppend's 256-entry Ready unsynced
+// (Strata without its entry cache, Pebble, bbolt with NoSync): what the
+// stores spend besides the sync.
+func BenchmarkAppendNoSync(b *testing.B) {
+	for _, store := range []string{"strata-nocache", "pebble", "bbolt"} {
+		b.Run("batch=256/store="+store, func(b *testing.B) {
+			l := unsynced(openBenchLog(b, store))
+			defer l.close()
+			ents := benchEntries(1, 256, 128)
+			b.SetBytes(256 * 128)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := range ents {
+					ents[j].Index = uint64(i*256 + j + 1)
+				}
+				if err := l.save(pb.HardState{Term: 1, Vote: 1, Commit: ents[255].Index}, ents); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
