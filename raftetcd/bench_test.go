@@ -29,10 +29,13 @@ type benchLog interface {
 	close() error
 }
 
-type strataLog struct{ s *Storage }
+type strataLog struct {
+	s      *Storage
+	noSync bool
+}
 
 func (l strataLog) save(hs pb.HardState, ents []pb.Entry) error {
-	return l.s.SaveReady(hs, ents, pb.Snapshot{}, true)
+	return l.s.SaveReady(hs, ents, pb.Snapshot{}, !l.noSync)
 }
 func (l strataLog) entries(lo, hi uint64) ([]pb.Entry, error) {
 	return l.s.Entries(lo, hi, math.MaxUint64)
@@ -41,6 +44,7 @@ func (l strataLog) close() error { return l.s.Close() }
 
 type pebbleLog struct {
 	d      *pebble.DB
+	noSync bool
 	prefix []byte
 	buf    []byte
 }
@@ -70,6 +74,9 @@ func (l *pebbleLog) save(hs pb.HardState, ents []pb.Entry) error {
 	}
 	if err := b.Set(append(append([]byte(nil), l.prefix...), suffixHardState...), v, nil); err != nil {
 		return err
+	}
+	if l.noSync {
+		return b.Commit(pebble.NoSync)
 	}
 	return b.Commit(pebble.Sync)
 }
@@ -146,15 +153,25 @@ func (quietLogger) Fatalf(format string, args ...interface{}) {
 	panic(fmt.Sprintf(format, args...))
 }
 
-var benchStores = []string{"strata", "pebble", "bbolt"}
-
+// openBenchLog opens a log of the named store. "strata" is Storage with
+// its default options; "strata-nocache" is Storage without its entry cache
+// and "strata-cache" with one holding the whole log of BenchmarkEntries:
+// the first measures the database against Pebble and bbolt, the second
+// what the cache adds.
 func openBenchLog(b *testing.B, store string) benchLog {
 	dir := b.TempDir()
 	switch store {
-	case "strata":
-		s, err := Open(dir, nil, nil)
+	case "strata", "strata-nocache", "strata-cache":
+		var opts Options
+		switch store {
+		case "strata-nocache":
+			opts.EntryCacheSize = -1
+		case "strata-cache":
+			opts.EntryCacheSize = 16 << 20
+		}
+		s, err := Open(dir, nil, &opts)
 		require.NoError(b, err)
-		return strataLog{s}
+		return strataLog{s: s}
 	case "pebble":
 		d, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
 		require.NoError(b, err)
@@ -182,10 +199,11 @@ func benchEntries(first uint64, n, size int) []pb.Entry {
 }
 
 // BenchmarkAppend: one synced Ready of batch entries of 128 B and its
-// HardState per op.
+// HardState per op; Strata with its default entry cache (which copies
+// the payloads) and without it.
 func BenchmarkAppend(b *testing.B) {
 	for _, batch := range []int{1, 16, 256} {
-		for _, store := range benchStores {
+		for _, store := range []string{"strata", "strata-nocache", "pebble", "bbolt"} {
 			b.Run(fmt.Sprintf("batch=%d/store=%s", batch, store), func(b *testing.B) {
 				l := openBenchLog(b, store)
 				defer l.close()
@@ -206,11 +224,50 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// unsynced returns l writing without syncing.
+func unsynced(l benchLog) benchLog {
+	switch l := l.(type) {
+	case strataLog:
+		l.noSync = true
+		return l
+	case *pebbleLog:
+		l.noSync = true
+		return l
+	case boltLog:
+		l.d.NoSync = true
+		return l
+	}
+	panic("unknown log")
+}
+
+// BenchmarkAppendNoSync is BenchmarkAppend's 256-entry Ready unsynced
+// (Strata without its entry cache, Pebble, bbolt with NoSync): what the
+// stores spend besides the sync.
+func BenchmarkAppendNoSync(b *testing.B) {
+	for _, store := range []string{"strata-nocache", "pebble", "bbolt"} {
+		b.Run("batch=256/store="+store, func(b *testing.B) {
+			l := unsynced(openBenchLog(b, store))
+			defer l.close()
+			ents := benchEntries(1, 256, 128)
+			b.SetBytes(256 * 128)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := range ents {
+					ents[j].Index = uint64(i*256 + j + 1)
+				}
+				if err := l.save(pb.HardState{Term: 1, Vote: 1, Commit: ents[255].Index}, ents); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEntries: ranges of 256 consecutive entries of 128 B from a log
-// of 20,000, at random starts.
+// of 20,000, at random starts; Strata with and without its entry cache.
 func BenchmarkEntries(b *testing.B) {
 	const logLen, span = 20000, 256
-	for _, store := range benchStores {
+	for _, store := range []string{"strata-nocache", "strata-cache", "pebble", "bbolt"} {
 		b.Run("store="+store, func(b *testing.B) {
 			l := openBenchLog(b, store)
 			defer l.close()
@@ -225,6 +282,11 @@ func BenchmarkEntries(b *testing.B) {
 				if err != nil || len(ents) != span {
 					b.Fatalf("entries %d: %d, %v", lo, len(ents), err)
 				}
+			}
+			b.StopTimer()
+			if sl, ok := l.(strataLog); ok {
+				// The cached case is all cache, the other none of it.
+				require.Equal(b, store == "strata-cache", len(sl.s.ents) == logLen)
 			}
 			b.ReportMetric(float64(b.N*span)/b.Elapsed().Seconds(), "entries/s")
 		})

@@ -31,6 +31,16 @@
 // index, cut and extended by each append), plus the truncated state's term,
 // so Term of a recent index never reads the database.
 //
+// # Entry cache
+//
+// raft reads back the entries it has just appended, to send them to
+// followers and to apply them. Storage keeps the last entries appended, up
+// to Options.EntryCacheSize bytes, in memory (as CockroachDB's raftentry
+// cache does on Pebble): a window of the log ending at the last index, its
+// payloads copied from the appended entries, cut by a conflicting tail,
+// trimmed by Compact and emptied by a snapshot. Entries of a range inside
+// the window are copied out of it without reading the database.
+//
 // Errors: ErrCompacted, ErrUnavailable and ErrSnapOutOfDate are returned
 // unwrapped, where raft's MemoryStorage returns them, because raft compares
 // them with ==. Where MemoryStorage panics (a request past the last index),
@@ -41,6 +51,7 @@ package raftetcd
 import (
 	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
@@ -60,6 +71,10 @@ var (
 // keeps in memory when Options.TermCacheSize is 0.
 const DefaultTermCacheSize = 4096
 
+// DefaultEntryCacheSize is the bytes of recent entries Storage keeps in
+// memory when Options.EntryCacheSize is 0.
+const DefaultEntryCacheSize = 1 << 20
+
 // Options configure a Storage.
 type Options struct {
 	// RangeID names the raft group: its keys start with the range-local
@@ -68,6 +83,10 @@ type Options struct {
 	// TermCacheSize is how many recent entries' terms are kept in memory;
 	// 0 means DefaultTermCacheSize, negative means none.
 	TermCacheSize int
+	// EntryCacheSize bounds the bytes (payloads plus a fixed cost per
+	// entry) of the recently appended entries kept in memory for Entries;
+	// 0 means DefaultEntryCacheSize, negative means none.
+	EntryCacheSize int
 }
 
 // Storage is a raft.Storage on a Strata database, and the writes an
@@ -96,6 +115,19 @@ type Storage struct {
 	terms    []uint64
 	termsLo  uint64
 	termsCap int
+
+	// ents is the entry cache: ents[i] is entry entsLo+i, the window ends
+	// at last when it is not empty, and entsBytes (its cost) stays within
+	// entsCap.
+	ents      []pb.Entry
+	entsLo    uint64
+	entsBytes int
+	entsCap   int
+	// entsBuf is the array ents lies in (from its start), so the window
+	// can move back to its front instead of into a new array; entsArena
+	// is the chunk the payloads of the next appends are copied into.
+	entsBuf   []pb.Entry
+	entsArena []byte
 
 	batch *db.Batch
 	buf   []byte
@@ -139,6 +171,13 @@ func New(d *db.DB, opts *Options) (*Storage, error) {
 	}
 	if s.termsCap < 0 {
 		s.termsCap = 0
+	}
+	s.entsCap = o.EntryCacheSize
+	if s.entsCap == 0 {
+		s.entsCap = DefaultEntryCacheSize
+	}
+	if s.entsCap < 0 {
+		s.entsCap = 0
 	}
 	s.prefix = RangePrefix(o.RangeID)
 	s.logLo = s.key(suffixLog)
@@ -260,7 +299,9 @@ func (s *Storage) HardState() pb.HardState {
 }
 
 // Entries returns the entries in [lo, hi), at least one, at most maxSize
-// bytes of them (raft's limitSize: the sum of Entry.Size()).
+// bytes of them (raft's limitSize: the sum of Entry.Size()). The entries'
+// Data may be shared with the entry cache: callers must not modify them
+// (raft does not; MemoryStorage shares them the same way).
 func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -276,11 +317,24 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	if lo >= hi {
 		return nil, nil
 	}
+	if len(s.ents) > 0 && lo >= s.entsLo && hi <= s.entsLo+uint64(len(s.ents)) {
+		src := s.ents[lo-s.entsLo : hi-s.entsLo]
+		// raft's limitSize: at least one, then up to maxSize bytes.
+		n, size := 1, uint64(src[0].Size())
+		for ; n < len(src); n++ {
+			if size += uint64(src[n].Size()); size > maxSize {
+				break
+			}
+		}
+		// A copy of the entries (the window changes under later
+		// appends); their payloads are the cache's, never written.
+		return append([]pb.Entry(nil), src[:n]...), nil
+	}
 	return s.readEntries(lo, hi, maxSize)
 }
 
 // arenaSize bounds one payload arena of readEntries.
-const arenaSize = 64 << 10
+const arenaSize = 32 << 10
 
 // readEntries scans [lo, hi), stopping before the entry that takes the total
 // past maxSize (always returning the first). Every index must be present.
@@ -310,24 +364,18 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 			break
 		}
 		// Decode Data into one arena for the whole result, not one
-		// allocation per entry: Unmarshal appends the payload to
-		// e.Data[:0], which then has room (a value is longer than its
-		// payload), and the three-index slice keeps entries apart.
+		// allocation per entry.
 		if len(arena)+len(v) > cap(arena) {
 			// Sized for the rest of the range at this entry's size.
 			arena = make([]byte, 0, max(len(v), int(min(arenaSize, maxSize, (hi-idx)*uint64(len(v))))))
 		}
 		var e pb.Entry
-		e.Data = arena[len(arena) : len(arena) : len(arena)+len(v)]
-		if err := e.Unmarshal(v); err != nil {
+		if n, ok := decodeEntry(&e, v, arena[len(arena):len(arena):len(arena)+len(v)]); ok {
+			arena = arena[:len(arena)+n]
+		} else if err := e.Unmarshal(v); err != nil {
+			// Not an entry as raft marshals it (unknown fields, or
+			// corrupt): the generated decoder says which.
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", idx, err)
-		}
-		if len(e.Data) == 0 {
-			// Keep nil and empty apart as a fresh Unmarshal does.
-			e = pb.Entry{}
-			_ = e.Unmarshal(v)
-		} else {
-			arena = arena[:len(arena)+len(e.Data)]
 		}
 		if e.Index != idx {
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", idx, e.Index)
@@ -342,6 +390,52 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 		return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d missing", next)
 	}
 	return ents, nil
+}
+
+// decodeEntry decodes a marshalled raftpb.Entry v into e as Unmarshal does,
+// copying Data into dst (a slice with room for len(v) bytes) and returning
+// how many bytes of dst it used. It handles the four fields raft writes
+// (Type, Term, Index as varints, Data as bytes, in any order, the last of a
+// repeated field winning as in proto) and returns ok false on anything else
+// (another field or wire type, a truncated value), leaving the generated
+// Unmarshal to decide.
+func decodeEntry(e *pb.Entry, v, dst []byte) (n int, ok bool) {
+	*e = pb.Entry{}
+	for i := 0; i < len(v); {
+		tag := v[i]
+		i++
+		if tag == 0x22 { // field 4, Data: length-delimited
+			l, w := binary.Uvarint(v[i:])
+			if w <= 0 || l > uint64(len(v)-i-w) {
+				return 0, false
+			}
+			i += w
+			// Proto's last-wins for a repeated bytes field: the
+			// generated code appends to Data[:0].
+			// Capped: an append to one returned entry's Data must not
+			// write over the next one's in the arena.
+			e.Data = append(dst[:0], v[i:i+int(l)]...)[:l:l]
+			n = int(l)
+			i += int(l)
+			continue
+		}
+		x, w := binary.Uvarint(v[i:])
+		if w <= 0 {
+			return 0, false
+		}
+		i += w
+		switch tag {
+		case 0x08: // field 1, Type
+			e.Type = pb.EntryType(int32(x))
+		case 0x10: // field 2, Term
+			e.Term = x
+		case 0x18: // field 3, Index
+			e.Index = x
+		default:
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // Term returns the term of entry i, from the term cache when it is recent.
@@ -527,10 +621,13 @@ func (s *Storage) SaveReady(hs pb.HardState, entries []pb.Entry, snap pb.Snapsho
 	if haveSnap {
 		s.snapMeta = snap.Metadata
 		s.terms, s.termsLo = s.terms[:0], truncIndex+1
+		s.dropCachedEntries(len(s.ents))
+		s.entsLo = truncIndex + 1
 	}
 	s.truncIndex, s.truncTerm = truncIndex, truncTerm
 	if len(entries) > 0 && entries[len(entries)-1].Index > truncIndex {
 		s.cacheTerms(entries)
+		s.cacheEntries(entries)
 	}
 	s.last = last
 	if !raft.IsEmptyHardState(hs) {
@@ -561,6 +658,89 @@ func (s *Storage) cacheTerms(entries []pb.Entry) {
 		s.terms = s.terms[over:]
 		s.termsLo += uint64(over)
 	}
+}
+
+// entryCost is what an entry counts against Options.EntryCacheSize: its
+// payload and the Entry itself.
+func entryCost(e *pb.Entry) int { return len(e.Data) + int(unsafe.Sizeof(pb.Entry{})) }
+
+// cacheEntries puts entries (just written, the new tail of the log) into
+// the entry cache, dropping what they replaced and the oldest entries past
+// the cache's size. Their payloads are copied (the application may reuse
+// its buffers once SaveReady returns) into chunks shared by many appends,
+// so that an append allocates nothing in the steady state.
+func (s *Storage) cacheEntries(entries []pb.Entry) {
+	if s.entsCap == 0 {
+		return
+	}
+	first := entries[0].Index
+	if len(s.ents) == 0 || first < s.entsLo || first > s.entsLo+uint64(len(s.ents)) {
+		s.dropCachedEntries(len(s.ents))
+		s.entsLo = first
+	} else {
+		cut := int(first - s.entsLo)
+		for i := range s.ents[cut:] {
+			s.entsBytes -= entryCost(&s.ents[cut+i])
+		}
+		clear(s.ents[cut:])
+		s.ents = s.ents[:cut]
+	}
+	s.growCache(len(entries))
+	for _, e := range entries {
+		if e.Data != nil {
+			if len(s.entsArena)+len(e.Data) > cap(s.entsArena) {
+				// The old chunk lives on in the entries that use it.
+				s.entsArena = make([]byte, 0, max(arenaSize, len(e.Data)))
+			}
+			// Each payload capped at its length: the chunk's next
+			// bytes are written by later appends, never these.
+			k := len(s.entsArena)
+			s.entsArena = append(s.entsArena, e.Data...)
+			e.Data = s.entsArena[k:len(s.entsArena):len(s.entsArena)]
+		}
+		s.ents = append(s.ents, e)
+		s.entsBytes += entryCost(&e)
+	}
+	over := 0
+	for b := s.entsBytes; b > s.entsCap; over++ {
+		b -= entryCost(&s.ents[over])
+	}
+	s.dropCachedEntries(over)
+}
+
+// growCache makes room for n more entries in the cache's array: by moving
+// the window back to the array's front when the front has been dropped
+// (cache windows slide; amortised O(1) per entry), else in a new array of
+// twice the need.
+func (s *Storage) growCache(n int) {
+	need := len(s.ents) + n
+	if need <= cap(s.ents) {
+		return
+	}
+	if need <= cap(s.entsBuf) {
+		buf := s.entsBuf[:cap(s.entsBuf)]
+		k := copy(buf, s.ents)
+		// The stale copies past the window would keep payloads alive.
+		clear(buf[k:])
+		s.ents = buf[:k]
+		return
+	}
+	buf := make([]pb.Entry, len(s.ents), 2*need)
+	copy(buf, s.ents)
+	clear(s.ents)
+	s.entsBuf, s.ents = buf[:0], buf
+}
+
+// dropCachedEntries removes the first n entries of the entry cache.
+func (s *Storage) dropCachedEntries(n int) {
+	for i := range s.ents[:n] {
+		s.entsBytes -= entryCost(&s.ents[i])
+	}
+	// Cleared, so that the payloads are not kept alive by the array until
+	// append reallocates it.
+	clear(s.ents[:n])
+	s.ents = s.ents[n:]
+	s.entsLo += uint64(n)
 }
 
 // CreateSnapshot saves a snapshot at index i with the given ConfState (if
@@ -628,6 +808,9 @@ func (s *Storage) Compact(compactIndex uint64) error {
 		drop := min(uint64(len(s.terms)), compactIndex+1-s.termsLo)
 		s.terms = s.terms[drop:]
 		s.termsLo += drop
+	}
+	if len(s.ents) > 0 && s.entsLo <= compactIndex {
+		s.dropCachedEntries(int(min(uint64(len(s.ents)), compactIndex+1-s.entsLo)))
 	}
 	return nil
 }
