@@ -48,15 +48,7 @@ func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration,
 	cc := stress.CrashConfig{
 		Seed: c.Seed, Cycles: cycles, MaxWait: maxWait,
 		Child: func(i int, verifyOnly bool) *exec.Cmd {
-			a := append([]string{}, args...)
-			a = append(a, "-crash=false", "-db", c.Dir, "-expected_log", logPath,
-				"-seed", strconv.FormatInt(c.Seed+int64(i), 10))
-			if verifyOnly {
-				a = append(a, "-ops_per_thread", "0", "-duration", "0")
-			} else {
-				a = append(a, "-ops_per_thread", "0", "-duration", "1h")
-			}
-			cmd := exec.Command(bin, a...)
+			cmd := exec.Command(bin, childArgs(args, c.Dir, logPath, c.Seed+int64(i), verifyOnly, "-ops_per_thread", "0")...)
 			cmd.Env = os.Environ()
 			if killOneIn > 0 && !verifyOnly {
 				cmd.Env = append(cmd.Env, "STRATA_KILL_ONE_IN="+strconv.Itoa(killOneIn))
@@ -71,12 +63,7 @@ func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration,
 	fmt.Fprintf(os.Stderr, "stress: crash cycles %d: killed by the driver %d, by kill points %d %v, exited %d\n",
 		st.Cycles, st.Kills, st.KillPoints, st.KillPointNames, st.Exits)
 	fmt.Fprintf(os.Stderr, "stress: children (last progress of each, summed): %v\n", st.ChildOps)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stress: FAILED:", err)
-		return 1
-	}
-	fmt.Fprintln(os.Stderr, "stress: OK")
-	return 0
+	return verdict(err)
 }
 
 // runBankCrash is -mode=bank -crash: bank children (synced transfers,
@@ -102,15 +89,7 @@ func runBankCrash(bc stress.BankConfig, args []string, cycles int, maxWait time.
 	cc := stress.CrashConfig{
 		Seed: bc.Seed, Cycles: cycles, MaxWait: maxWait,
 		Child: func(i int, verifyOnly bool) *exec.Cmd {
-			a := append([]string{}, args...)
-			a = append(a, "-crash=false", "-db", bc.Dir, "-expected_log", logPath,
-				"-seed", strconv.FormatInt(bc.Seed+int64(i), 10), "-transfers", "0")
-			if verifyOnly {
-				a = append(a, "-duration", "0")
-			} else {
-				a = append(a, "-duration", "1h")
-			}
-			return exec.Command(bin, a...)
+			return exec.Command(bin, childArgs(args, bc.Dir, logPath, bc.Seed+int64(i), verifyOnly, "-transfers", "0")...)
 		},
 	}
 	if verbose {
@@ -119,6 +98,25 @@ func runBankCrash(bc stress.BankConfig, args []string, cycles int, maxWait time.
 	st, err := stress.RunCrash(cc)
 	fmt.Fprintf(os.Stderr, "stress: bank crash cycles %d: killed %d, exited %d\n", st.Cycles, st.Kills, st.Exits)
 	fmt.Fprintf(os.Stderr, "stress: children (last progress of each, summed): %v\n", st.ChildOps)
+	return verdict(err)
+}
+
+// childArgs is a crash child's command line: the driver's own flags, then
+// its database, log and seed, the mode's flags that make it run until
+// killed (unbounded), and a duration: 0 for a child that only verifies, an
+// hour for one the driver kills.
+func childArgs(args []string, dir, logPath string, seed int64, verifyOnly bool, unbounded ...string) []string {
+	a := append([]string{}, args...)
+	a = append(a, "-crash=false", "-db", dir, "-expected_log", logPath, "-seed", strconv.FormatInt(seed, 10))
+	a = append(a, unbounded...)
+	if verifyOnly {
+		return append(a, "-duration", "0")
+	}
+	return append(a, "-duration", "1h")
+}
+
+// verdict prints the crash driver's verdict and returns the exit status.
+func verdict(err error) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stress: FAILED:", err)
 		return 1
