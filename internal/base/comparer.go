@@ -67,27 +67,21 @@ func (c *Comparer) CompareUser(a, b []byte) int {
 // InternalCompare orders internal keys: user key in c's order, then trailer
 // descending.
 func (c *Comparer) InternalCompare(a, b InternalKey) int {
-	var r int
 	if c.Bytewise {
-		r = bytes.Compare(a.UserKey, b.UserKey)
-	} else {
-		r = c.Compare(a.UserKey, b.UserKey)
+		return InternalCompare(a, b)
 	}
-	if r != 0 {
+	if r := c.Compare(a.UserKey, b.UserKey); r != 0 {
 		return r
 	}
-	switch {
-	case a.Trailer > b.Trailer:
-		return -1
-	case a.Trailer < b.Trailer:
-		return 1
-	}
-	return 0
+	return compareTrailers(a.Trailer, b.Trailer)
 }
 
 // CompareEncoded orders two encoded internal keys in c's order. Keys
 // shorter than a trailer compare as if their trailer were zero.
 func (c *Comparer) CompareEncoded(a, b []byte) int {
+	if c.Bytewise {
+		return CompareEncoded(a, b)
+	}
 	ak, _ := DecodeInternalKey(a)
 	bk, _ := DecodeInternalKey(b)
 	return c.InternalCompare(ak, bk)

@@ -146,10 +146,16 @@ func InternalCompare(a, b InternalKey) int {
 	if c := bytes.Compare(a.UserKey, b.UserKey); c != 0 {
 		return c
 	}
+	return compareTrailers(a.Trailer, b.Trailer)
+}
+
+// compareTrailers orders the trailers of one user key's versions:
+// descending, so the newest version sorts first.
+func compareTrailers(a, b uint64) int {
 	switch {
-	case a.Trailer > b.Trailer:
+	case a > b:
 		return -1
-	case a.Trailer < b.Trailer:
+	case a < b:
 		return 1
 	}
 	return 0
