@@ -309,7 +309,7 @@ func (r *Reader) readProperties() error {
 	if err := r.resolveComparer(); err != nil {
 		return err
 	}
-	r.indexCmp = r.cmp.CompareEncoded
+	r.indexCmp = r.dataCmp
 	if r.userKeyIndex {
 		r.indexCmp = r.cmp.Compare
 	}
@@ -338,8 +338,12 @@ func (r *Reader) resolveComparer() error {
 		}
 	}
 	// Bound once: a method value allocates, and data blocks are opened
-	// on every seek.
+	// on every seek. Bytewise tables take the plain function, which a
+	// bytewise comparer's method would only forward to.
 	r.dataCmp = r.cmp.CompareEncoded
+	if r.cmp.Bytewise {
+		r.dataCmp = base.CompareEncoded
+	}
 	return nil
 }
 
