@@ -2,6 +2,11 @@ package db_test
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +152,73 @@ func TestTransactionDeadlockVictimStaysOpen(t *testing.T) {
 	require.NoError(t, t2.Rollback())
 	require.NoError(t, <-done)
 	require.NoError(t, t1.Commit())
+}
+
+// A committed transaction is one plain write batch in the WAL, as RocksDB's
+// ldb reads it: dump_wal shows one batch holding every write of the
+// transaction (both families) and nothing of a rolled back or failed one,
+// and ldb scan of a copy taken before Close (the WAL not yet flushed)
+// replays it.
+func TestTransactionWALReadByLDB(t *testing.T) {
+	ldb, err := exec.LookPath("ldb")
+	if err != nil {
+		t.Skip("ldb not installed (CI installs rocksdb-tools)")
+	}
+	dir := filepath.Join(t.TempDir(), "db")
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, MergeOperator: db.NewStringAppendOperator(",")})
+	require.NoError(t, err)
+	defer d.Close()
+	cf, err := d.CreateColumnFamily("other", nil)
+	require.NoError(t, err)
+	require.NoError(t, d.Put([]byte("gone"), []byte("x"), nil))
+
+	rolled := d.NewTransaction(nil)
+	put(t, rolled, "rolled-back", "x")
+	require.NoError(t, rolled.Rollback())
+	failed := d.NewTransaction(nil)
+	put(t, failed, "gone", "failed")
+	put(t, failed, "failed", "x")
+	require.NoError(t, d.Put([]byte("gone"), []byte("y"), nil))
+	require.ErrorIs(t, failed.Commit(), db.ErrConflict)
+
+	tx := d.NewTransaction(&db.TransactionOptions{Pessimistic: true, Isolation: db.Serializable})
+	put(t, tx, "t1", "v1")
+	require.NoError(t, tx.Merge([]byte("t2"), []byte("m")))
+	require.NoError(t, tx.Delete([]byte("gone")))
+	require.NoError(t, tx.PutCF(cf, []byte("t3"), []byte("v3")))
+	require.NoError(t, tx.Commit())
+
+	crashed := filepath.Join(t.TempDir(), "copy")
+	require.NoError(t, os.CopyFS(crashed, os.DirFS(dir)))
+	logs, err := filepath.Glob(filepath.Join(crashed, "*.log"))
+	require.NoError(t, err)
+	var dump strings.Builder
+	for _, l := range logs {
+		out, err := exec.Command(ldb, "dump_wal", "--walfile="+l, "--print_value").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		dump.Write(out)
+	}
+	var txLines []string
+	for _, line := range strings.Split(dump.String(), "\n") {
+		require.NotContains(t, line, "0x726F6C6C65642D6261636B", "rolled-back")
+		require.NotContains(t, line, "0x6661696C6564", "failed")
+		if strings.Contains(line, "0x7431 ") || strings.Contains(line, "0x7433 ") {
+			txLines = append(txLines, line)
+		}
+	}
+	require.Len(t, txLines, 1, "one batch:\n%s", dump.String())
+	for _, want := range []string{"PUT(0) : 0x7431 : 0x7631", "MERGE(0) : 0x7432 : 0x6D", "DELETE(0) : 0x676F6E65",
+		"PUT(" + strconv.Itoa(int(cf.ID())) + ") : 0x7433 : 0x7633"} {
+		require.Contains(t, txLines[0], want)
+	}
+	// seq,count,size,offset,records
+	require.Equal(t, "4", strings.Split(txLines[0], ",")[1], "a batch of 4 records: %s", txLines[0])
+
+	require.NoError(t, os.Remove(filepath.Join(crashed, "LOCK")))
+	out, err := exec.Command(ldb, "--db="+crashed, "scan").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "t1 : v1\nt2 : m\n", string(out), "gone deleted by the transaction")
+	out, err = exec.Command(ldb, "--db="+crashed, "--column_family=other", "scan").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "t3 : v3\n", string(out))
 }
