@@ -175,3 +175,43 @@ func TestFlags_ReadVerbsChangeNothing(t *testing.T) {
 	mustTool(t, "db", "put", crashed, "k", "v")
 	require.NotEqual(t, before, treeDigest(t, crashed))
 }
+
+// concatOp is a user merge operator, unknown to db.MergeOperatorByName.
+type concatOp struct{}
+
+func (concatOp) Name() string { return "strata.test.Concat" }
+func (concatOp) FullMerge(key, existing []byte, operands [][]byte) ([]byte, error) {
+	out := append([]byte{}, existing...)
+	for _, o := range operands {
+		out = append(append(out, '+'), o...)
+	}
+	return out, nil
+}
+func (concatOp) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) { return nil, false }
+
+// A program embedding the tool passes its own merge operator with
+// WithMergeOperator; --merge-operator then names it. Without it the name is
+// refused.
+func TestFlags_EmbeddedMergeOperator(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	d, err := db.Open(dir, &db.Options{CreateIfMissing: true, MergeOperator: concatOp{}})
+	require.NoError(t, err)
+	require.NoError(t, d.Put([]byte("k"), []byte("base"), nil))
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Merge([]byte("k"), []byte("a"), nil))
+	require.NoError(t, d.Merge([]byte("k"), []byte("b"), nil))
+	require.NoError(t, d.Close())
+
+	tl := New(WithMergeOperator(concatOp{}))
+	for _, args := range [][]string{
+		{"db", "scan", dir, "--merge-operator=strata.test.Concat"},
+		{"db", "get", dir, "k", "--merge-operator=strata.test.Concat"},
+	} {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, tl.Run(args, &out, &errOut), "%v: %s", args, errOut.String())
+		require.Contains(t, out.String(), "base+a+b\n", "%v", args)
+	}
+	_, errOut, rc := runTool(t, "db", "scan", dir, "--merge-operator=strata.test.Concat")
+	require.Equal(t, 1, rc)
+	require.Contains(t, errOut, `unknown merge operator "strata.test.Concat"`)
+}
