@@ -1263,3 +1263,33 @@ func TestColumnFamilyMaxTotalWALSizeDefault(t *testing.T) {
 	requireGet(t, quiet, "q", "quiet")
 	require.Equal(t, "1", prop(t, quiet, db.PropNumFilesAtLevelPrefix+"0"))
 }
+
+// A prefix extractor that cannot be built from its recorded name is an
+// error wrapping ErrInvalidArgument that names the family; naming the
+// family in Options.ColumnFamilies opens it.
+func TestColumnFamilyOpenUnknownPrefixExtractor(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openCF(t, fs, nil)
+	createCF(t, d, "users", &db.ColumnFamilyOptions{PrefixExtractor: prefix.Fixed(3)})
+	require.NoError(t, d.Close())
+
+	name := latestOptionsFile(t, fs)
+	text := readFile(t, fs, name)
+	i := strings.Index(text, `[CFOptions "users"]`)
+	require.GreaterOrEqual(t, i, 0, "OPTIONS file:\n%s", text)
+	const recorded = "prefix_extractor=rocksdb.FixedPrefix.3\n"
+	j := strings.Index(text[i:], recorded)
+	require.GreaterOrEqual(t, j, 0, "section:\n%s", text[i:])
+	writeFile(t, fs, name, text[:i+j]+"prefix_extractor=my.OwnPrefixExtractor\n"+text[i+j+len(recorded):])
+
+	for _, ro := range []bool{false, true} {
+		_, err := tryOpenCF(fs, &db.Options{ReadOnly: ro})
+		require.ErrorIs(t, err, db.ErrInvalidArgument, "ReadOnly=%v", ro)
+		require.ErrorContains(t, err, `"users"`)
+		require.ErrorContains(t, err, "my.OwnPrefixExtractor")
+	}
+	d = openCF(t, fs, &db.Options{ColumnFamilies: map[string]*db.ColumnFamilyOptions{
+		"users": {PrefixExtractor: prefix.Capped(2)}}})
+	defer d.Close()
+	require.Equal(t, "rocksdb.CappedPrefix.2", prop(t, d.ColumnFamily("users"), db.PropPrefixExtractor))
+}
