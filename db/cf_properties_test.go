@@ -65,8 +65,18 @@ func TestColumnFamilyPropertiesPerFamily(t *testing.T) {
 	require.Greater(t, byName["a"].Size[0], byName["b"].Size[0])
 	require.Greater(t, cfPropUint(t, a, db.PropCurSizeActiveMemTable), cfPropUint(t, b, db.PropCurSizeActiveMemTable))
 	require.Greater(t, cfPropUint(t, def, db.PropCurSizeActiveMemTable), cfPropUint(t, b, db.PropCurSizeActiveMemTable))
+	// The readers of each family's tables, opened by a read of each table.
+	requireGet(t, a, "a000", string(make([]byte, 100)))
+	requireGet(t, a, "a030", string(make([]byte, 100)))
+	requireGet(t, b, "b000", "v")
+	readersA, readersB := cfPropUint(t, a, db.PropTableReadersMem), cfPropUint(t, b, db.PropTableReadersMem)
+	require.Positive(t, readersB)
+	require.Greater(t, readersA, readersB)
+	require.Zero(t, cfPropUint(t, def, db.PropTableReadersMem))
+	require.Equal(t, uint64(d.Metrics().TableReadersMem), readersA+readersB)
 	// The DB's own GetProperty is the default family's.
-	for _, name := range []string{l0, db.PropTotalSSTFilesSize, db.PropEstimateNumKeys, db.PropCurSizeActiveMemTable, db.PropPrefixExtractor} {
+	for _, name := range []string{l0, db.PropTotalSSTFilesSize, db.PropEstimateNumKeys, db.PropCurSizeActiveMemTable,
+		db.PropPrefixExtractor, db.PropTableReadersMem} {
 		v, ok := d.GetProperty(name)
 		require.True(t, ok, name)
 		require.Equal(t, prop(t, def, name), v, name)
