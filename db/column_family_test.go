@@ -19,6 +19,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/db"
 	"github.com/stratadb/strata/prefix"
 	"github.com/stratadb/strata/table"
@@ -1216,4 +1217,79 @@ func TestColumnFamilyBadOptions(t *testing.T) {
 	d = openCF(t, fs, nil)
 	defer d.Close()
 	require.Equal(t, []string{"default"}, familyNames(d))
+}
+
+// walBytes sums the sizes of the live WALs in cfDir (one deleted after the
+// listing counts nothing).
+func walBytes(t *testing.T, fs vfs.FS) int64 {
+	t.Helper()
+	var n int64
+	for _, name := range listFiles(t, fs, ".log") {
+		fi, err := fs.Stat(filepath.Join(cfDir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		require.NoError(t, err)
+		n += fi.Size()
+	}
+	return n
+}
+
+// MaxTotalWALSize left zero is RocksDB's default, four times the write
+// buffers of all families: a quiet family lets the WALs grow to about that
+// and no further.
+func TestColumnFamilyMaxTotalWALSizeDefault(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openCF(t, fs, &db.Options{WriteBufferSize: 64 << 10, DisableAutoCompactions: true})
+	defer d.Close()
+	small := &db.ColumnFamilyOptions{WriteBufferSize: 64 << 10}
+	busy := createCF(t, d, "busy", small)
+	quiet := createCF(t, d, "quiet", small)
+	// Three families, two memtables of 64 KiB each.
+	const limit = 4 * 3 * 2 * 64 << 10
+	require.NoError(t, quiet.Put([]byte("q"), []byte("quiet"), nil))
+	value := make([]byte, 1000)
+	peak := int64(0)
+	for i := range 4 * limit / 1000 {
+		require.NoError(t, busy.Put(fmt.Appendf(nil, "k%06d", i), value, nil))
+		if i%50 == 0 {
+			peak = max(peak, walBytes(t, fs))
+		}
+	}
+	// Past the limit the quiet family flushes; the WALs may reach it, plus
+	// the WAL being written and one memtable not yet flushed.
+	require.Greater(t, peak, int64(limit*7/8), "the WALs never grew near the default limit")
+	require.Less(t, peak, int64(limit+3*64<<10), "the WALs grew past the default limit")
+	requireGet(t, quiet, "q", "quiet")
+	require.Equal(t, "1", prop(t, quiet, db.PropNumFilesAtLevelPrefix+"0"))
+}
+
+// A prefix extractor that cannot be built from its recorded name is an
+// error wrapping ErrInvalidArgument that names the family; naming the
+// family in Options.ColumnFamilies opens it.
+func TestColumnFamilyOpenUnknownPrefixExtractor(t *testing.T) {
+	fs := vfs.NewMem()
+	d := openCF(t, fs, nil)
+	createCF(t, d, "users", &db.ColumnFamilyOptions{PrefixExtractor: prefix.Fixed(3)})
+	require.NoError(t, d.Close())
+
+	name := latestOptionsFile(t, fs)
+	text := readFile(t, fs, name)
+	i := strings.Index(text, `[CFOptions "users"]`)
+	require.GreaterOrEqual(t, i, 0, "OPTIONS file:\n%s", text)
+	const recorded = "prefix_extractor=rocksdb.FixedPrefix.3\n"
+	j := strings.Index(text[i:], recorded)
+	require.GreaterOrEqual(t, j, 0, "section:\n%s", text[i:])
+	writeFile(t, fs, name, text[:i+j]+"prefix_extractor=my.OwnPrefixExtractor\n"+text[i+j+len(recorded):])
+
+	for _, ro := range []bool{false, true} {
+		_, err := tryOpenCF(fs, &db.Options{ReadOnly: ro})
+		require.ErrorIs(t, err, db.ErrInvalidArgument, "ReadOnly=%v", ro)
+		require.ErrorContains(t, err, `"users"`)
+		require.ErrorContains(t, err, "my.OwnPrefixExtractor")
+	}
+	d = openCF(t, fs, &db.Options{ColumnFamilies: map[string]*db.ColumnFamilyOptions{
+		"users": {PrefixExtractor: prefix.Capped(2)}}})
+	defer d.Close()
+	require.Equal(t, "rocksdb.CappedPrefix.2", prop(t, d.ColumnFamily("users"), db.PropPrefixExtractor))
 }

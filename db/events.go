@@ -109,6 +109,8 @@ type CompactionInfo struct {
 // TableCreateInfo describes a new table.
 type TableCreateInfo struct {
 	JobID int
+	// ColumnFamilyName is the family the table belongs to.
+	ColumnFamilyName string
 	// Reason: "flush" or "compaction".
 	Reason string
 	Path   string
@@ -137,6 +139,9 @@ type WALDeleteInfo struct {
 
 // WriteStallBeginInfo says why writes stall.
 type WriteStallBeginInfo struct {
+	// ColumnFamilyName is the family whose memtables or debt stall the
+	// write (a write stalls on the family it writes to).
+	ColumnFamilyName string
 	// Reason: "memtables full", "too many L0 files" or "pending compaction
 	// bytes".
 	Reason string
@@ -259,7 +264,7 @@ func (d *DB) evFlushEnd(info FlushInfo, meta *version.FileMetadata, start time.T
 	info.Done, info.Err, info.Duration = true, err, time.Since(start)
 	if meta != nil && err == nil {
 		info.Output = []TableInfo{tableInfo(0, meta)}
-		d.evTableCreated(info.JobID, "flush", info.Output[0])
+		d.evTableCreated(info.JobID, info.ColumnFamilyName, "flush", info.Output[0])
 		d.logf(slog.LevelInfo, "flush finished", "job", info.JobID, "table", meta.FileNum,
 			"bytes", meta.Size, "memtable_bytes", info.InputBytes, "duration", info.Duration)
 	} else if err != nil {
@@ -270,9 +275,9 @@ func (d *DB) evFlushEnd(info FlushInfo, meta *version.FileMetadata, start time.T
 	}
 }
 
-func (d *DB) evTableCreated(job int, reason string, t TableInfo) {
+func (d *DB) evTableCreated(job int, family, reason string, t TableInfo) {
 	if l := d.listener(); l != nil && l.TableCreated != nil {
-		info := TableCreateInfo{JobID: job, Reason: reason, Table: t,
+		info := TableCreateInfo{JobID: job, ColumnFamilyName: family, Reason: reason, Table: t,
 			Path: d.path(base.MakeFilename(base.FileKindTable, t.FileNum))}
 		d.events.push(func() { l.TableCreated(info) })
 	}
@@ -344,7 +349,7 @@ func (d *DB) evCompactionEnd(info CompactionInfo, c *compaction, start time.Time
 			info.Output = append(info.Output, t)
 			info.OutputBytes += f.Size
 			if c.kind != compactionMove {
-				d.evTableCreated(info.JobID, "compaction", t)
+				d.evTableCreated(info.JobID, info.ColumnFamilyName, "compaction", t)
 			}
 		}
 	}
@@ -380,16 +385,17 @@ func (d *DB) evWALCreated(num uint64, path string) {
 	}
 }
 
-// evStallBeginLocked reports the start of a stall once; d.mu must be held.
-func (d *DB) evStallBeginLocked(reason string) {
+// evStallBeginLocked reports the start of a stall of a write to family
+// once; d.mu must be held.
+func (d *DB) evStallBeginLocked(family, reason string) {
 	l := d.listener()
 	if l == nil || d.mu.stalled {
 		return
 	}
 	d.mu.stalled = true
-	d.logf(slog.LevelWarn, "write stall begins", "reason", reason)
+	d.logf(slog.LevelWarn, "write stall begins", "column_family", family, "reason", reason)
 	if l.WriteStallBegin != nil {
-		info := WriteStallBeginInfo{Reason: reason}
+		info := WriteStallBeginInfo{ColumnFamilyName: family, Reason: reason}
 		d.events.push(func() { l.WriteStallBegin(info) })
 	}
 }

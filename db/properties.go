@@ -29,8 +29,8 @@ const (
 	PropPrefixIncompatible    = "strata.prefix.incompatible"
 	PropTablesOpened          = "strata.tables-opened"
 	// PropTableReadersMem is the bytes of index and filter blocks (and
-	// index prefix arrays) the open table readers pin outside the block
-	// cache.
+	// index prefix arrays) the open readers of the family's tables pin
+	// outside the block cache (Metrics.TableReadersMem: of all open readers).
 	PropTableReadersMem = "rocksdb.estimate-table-readers-mem"
 	PropStallMicros     = "strata.stall-micros"
 	PropBackgroundError = "strata.background-error"
@@ -97,7 +97,9 @@ func (cf *ColumnFamily) GetProperty(name string) (string, bool) {
 	case PropTablesOpened:
 		return u(d.stats.tablesOpened.Load())
 	case PropTableReadersMem:
-		return strconv.FormatInt(d.stats.tableReadersMem.Load(), 10), true
+		rs := cf.loadReadState()
+		defer rs.unref()
+		return strconv.FormatInt(d.tables.readersMem(rs.version), 10), true
 	case PropStallMicros:
 		return u(d.stats.stallMicros.Load())
 	case PropBackgroundError:

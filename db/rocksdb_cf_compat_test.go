@@ -10,10 +10,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -288,8 +291,81 @@ func TestCompatCFLDBReadsStrataDirectory(t *testing.T) {
 	for _, f := range []string{`Column family "default"  (ID 0)`, `Column family "a"  (ID 1)`, `Column family "b"  (ID 2)`} {
 		require.Contains(t, md, f)
 	}
+	compatCFManifestAgrees(t, closed, md, map[string]uint32{"default": 0, "a": 1, "b": 2})
 	require.Equal(t, fmt.Sprintf("%s\n", "bv7"), runLDB(t, "--db="+closed, "--column_family=b", "get", string(compatCFKey("k", 7))))
 	compatCFCheckLDB(t, closed, fams, scans)
+}
+
+// compatCFManifestDump matches the header of a family's section of `ldb
+// manifest_dump`, and a table line of it (" NUM:SIZE[...").
+var (
+	compatCFDumpFamily = regexp.MustCompile(`^-+ Column family "(.*)"  \(ID (\d+)\) -+$`)
+	compatCFDumpTable  = regexp.MustCompile(`^ (\d+):(\d+)\[`)
+)
+
+// compatCFManifestDump runs ldb manifest_dump on the current MANIFEST of
+// the closed directory dir.
+func compatCFManifestDump(t *testing.T, dir string) string {
+	t.Helper()
+	current, err := os.ReadFile(filepath.Join(dir, "CURRENT"))
+	require.NoError(t, err)
+	return runLDB(t, "manifest_dump", "--path="+filepath.Join(dir, strings.TrimSpace(string(current))))
+}
+
+// compatCFManifestAgrees checks the manifest_dump md of the closed
+// directory dir against its files: exactly the families fams (name to id),
+// each listing exactly the tables on disk whose properties name it, with
+// their sizes, and its log number; the largest id ever used; and no WAL
+// left older than every family's log number.
+func compatCFManifestAgrees(t *testing.T, dir, md string, fams map[string]uint32) {
+	t.Helper()
+	tables := map[string][]string{}
+	logNums := map[string]uint64{}
+	cur := ""
+	for _, line := range strings.Split(md, "\n") {
+		if m := compatCFDumpFamily.FindStringSubmatch(line); m != nil {
+			cur = m[1]
+			require.Contains(t, fams, cur, "manifest_dump lists a family Strata does not have")
+			require.Equal(t, fmt.Sprint(fams[cur]), m[2], cur)
+			tables[cur] = []string{}
+			continue
+		}
+		if n, ok := strings.CutPrefix(line, "log number: "); ok && cur != "" {
+			v, err := strconv.ParseUint(n, 10, 64)
+			require.NoError(t, err, line)
+			logNums[cur] = v
+		}
+		if m := compatCFDumpTable.FindStringSubmatch(line); m != nil {
+			require.NotEmpty(t, cur, line)
+			tables[cur] = append(tables[cur], m[1]+":"+m[2])
+		}
+	}
+	require.Len(t, tables, len(fams), "families in manifest_dump:\n%s", md)
+	maxID, minLog := uint32(0), uint64(math.MaxUint64)
+	for name, id := range fams {
+		maxID = max(maxID, id)
+		var want []string
+		for _, f := range compatFamilyTables(t, dir, id) {
+			st, err := os.Stat(f)
+			require.NoError(t, err)
+			num, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(f), ".sst"), 10, 64)
+			require.NoError(t, err)
+			want = append(want, fmt.Sprintf("%d:%d", num, st.Size()))
+		}
+		require.ElementsMatch(t, want, tables[name], "tables of family %q", name)
+		require.Contains(t, logNums, name, "no log number for family %q", name)
+		minLog = min(minLog, logNums[name])
+	}
+	require.Contains(t, md, fmt.Sprintf(" max_column_family %d ", maxID))
+	// A WAL below every family's log number holds nothing any family
+	// needs: it must be gone.
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	for _, l := range logs {
+		num, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(l), ".log"), 10, 64)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, num, minLog, "%s is older than every family's log number", l)
+	}
 }
 
 // TestCompatCFLDBWritesStrataDirectory: ldb puts into a family of a
@@ -581,7 +657,12 @@ func TestCompatCFStrataChangesRocksDBFixtures(t *testing.T) {
 			require.NotContains(t, names, last.Name())
 			require.Equal(t, "strata_new", names[len(names)-1])
 			compatCFCheckLDB(t, dir, names, scans) // a copy, while open
+			ids := map[string]uint32{}
+			for _, cf := range d.ColumnFamilies() {
+				ids[cf.Name()] = cf.ID()
+			}
 			require.NoError(t, d.Close())
+			compatCFManifestAgrees(t, dir, compatCFManifestDump(t, dir), ids)
 			tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 			require.NoError(t, err)
 			for _, f := range tables {

@@ -55,6 +55,9 @@ type tableEntry struct {
 	knownGood atomic.Pointer[extractorHandle]
 	// prefixName is the table's rocksdb.prefix.extractor.name.
 	prefixName string
+	// pinned is the metadata the open reader pins (its share of
+	// stats.tableReadersMem), for the per-family property.
+	pinned atomic.Int64
 }
 
 func newTableCache(d *DB, max int) *tableCache {
@@ -156,6 +159,7 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 	e.reader = r
 	n, _ := r.PinnedBytes()
 	tc.db.stats.tableReadersMem.Add(int64(n))
+	e.pinned.Store(int64(n))
 	e.prefixName = r.Properties().PrefixExtractorName
 	// Record the default family's extractor as known good if it is the
 	// one the table was built with. (The tables of other families learn
@@ -165,6 +169,24 @@ func (tc *tableCache) open(e *tableEntry, largestSeq uint64) {
 		e.knownGood.Store(h)
 	}
 	tc.db.stats.tablesOpened.Add(1)
+}
+
+// readersMem sums the metadata the open readers of v's tables pin
+// (RocksDB's estimate-table-readers-mem of a family). A table whose reader
+// is not open counts nothing, and none is opened to answer: an entry in the
+// map holds the cache's reference, so its reader is open once pinned is set.
+func (tc *tableCache) readersMem(v *version.Version) int64 {
+	tc.mu.RLock()
+	defer tc.mu.RUnlock()
+	var n int64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if e := tc.entries[f.FileNum]; e != nil {
+				n += e.pinned.Load()
+			}
+		}
+	}
+	return n
 }
 
 // release drops a reference taken by acquire.

@@ -148,11 +148,11 @@ func (d *DB) makeRoomForWriteLocked(cf *ColumnFamily, b *batch.Batch) error {
 			continue
 		case len(cf.mu.imm) >= cf.opts.MaxWriteBufferNumber-1:
 			// Every memtable is full: wait for a flush.
-			d.evStallBeginLocked("memtables full")
+			d.evStallBeginLocked(cf.name, "memtables full")
 			d.stallLocked()
 			continue
 		case stall == stallStop:
-			d.evStallBeginLocked(cf.stallReasonLocked())
+			d.evStallBeginLocked(cf.name, cf.stallReasonLocked())
 			d.stallLocked()
 			continue
 		}

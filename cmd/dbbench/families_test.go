@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,4 +116,56 @@ func atoiT(t *testing.T, s string) int {
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err)
 	return n
+}
+
+// The family flags mean what db_bench's mean: RocksDB's db_bench and this
+// one, run with the same command line and seed, create the same families
+// and put the same keys and values in each (ldb reads both directories
+// alike). With hot families and a distribution, fillseq's stages create
+// the families as they reach them and weigh the hot ones.
+func TestStrata_ColumnFamiliesAsDBBench(t *testing.T) {
+	tool := func(name string) string {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s not found (CI installs rocksdb-tools): %v", name, err)
+			}
+			t.Skipf("%s not installed", name)
+		}
+		return p
+	}
+	dbBench, ldb := tool("db_bench"), tool("ldb")
+	run := func(bin string, args ...string) string {
+		var out, errOut bytes.Buffer
+		c := exec.Command(bin, args...)
+		c.Stdout, c.Stderr = &out, &errOut
+		require.NoError(t, c.Run(), "%s %v: %s", bin, args, errOut.String())
+		return out.String()
+	}
+	for _, flags := range [][]string{
+		{"-benchmarks=fillrandom", "-num=2000", "-num_column_families=4"},
+		{"-benchmarks=fillseq", "-num=3000", "-num_column_families=6", "-num_hot_column_families=2",
+			"-column_family_distribution=30,70"},
+	} {
+		t.Run(strings.TrimPrefix(flags[0], "-benchmarks="), func(t *testing.T) {
+			args := append([]string{"-seed=1", "-value_size=8", "-compression_type=none"}, flags...)
+			ours, theirs := filepath.Join(t.TempDir(), "strata"), filepath.Join(t.TempDir(), "rocksdb")
+			runBench(t, append([]string{"-db=" + ours}, args...)...)
+			run(dbBench, append([]string{"-db=" + theirs}, args...)...)
+			names, err := db.ListColumnFamilies(ours)
+			require.NoError(t, err)
+			want, err := db.ListColumnFamilies(theirs)
+			require.NoError(t, err)
+			require.Equal(t, want, names)
+			require.Len(t, names, atoiT(t, strings.TrimPrefix(flags[2], "-num_column_families=")))
+			total := 0
+			for _, name := range names {
+				got := run(ldb, "--db="+ours, "--column_family="+name, "scan", "--hex")
+				require.Equal(t, run(ldb, "--db="+theirs, "--column_family="+name, "scan", "--hex"), got, name)
+				require.NotEmpty(t, got, name)
+				total += strings.Count(got, "\n")
+			}
+			require.Greater(t, total, 1000)
+		})
+	}
 }
