@@ -29,8 +29,8 @@ type Iter struct {
 	// to it (NewCompactionIter).
 	noFill  bool
 	seekBuf []byte
-	err       error
-	ra        readahead
+	err     error
+	ra      readahead
 }
 
 // compressedScratch holds buffers that compressed blocks are read into
