@@ -195,6 +195,11 @@ func (b *Batch) GetCF(cf *ColumnFamily, key []byte) ([]byte, error) {
 	if b.index == nil {
 		return nil, errNotIndexed
 	}
+	// The database's latest state is part of the answer, even for a key
+	// the batch wrote: a closed database has none.
+	if err := b.index.d.checkOpen(); err != nil {
+		return nil, err
+	}
 	if cf != nil {
 		if err := errTTLFamily(cf); err != nil {
 			return nil, err
@@ -284,6 +289,9 @@ func (b *Batch) NewIterator(ro *ReadOptions) *Iterator {
 func (b *Batch) NewIteratorCF(cf *ColumnFamily, ro *ReadOptions) *Iterator {
 	if b.index == nil {
 		return &Iterator{err: errNotIndexed, closed: true}
+	}
+	if err := b.index.d.checkOpen(); err != nil {
+		return &Iterator{err: err, closed: true}
 	}
 	if cf == nil || cf.d != b.index.d {
 		return &Iterator{err: errors.Wrap(ErrInvalidArgument, "strata: batch iterator of a column family of another database (or nil)"), closed: true}

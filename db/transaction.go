@@ -106,10 +106,14 @@ const updateRetries = 10
 // When fn or Commit return an error wrapping ErrConflict it runs fn again
 // in a fresh transaction, after a jittered backoff, up to updateRetries
 // times, then returns that error. Any other error of fn is returned
-// unchanged and nothing is committed.
+// unchanged and nothing is committed. On a closed database it returns
+// ErrClosed without running fn.
 func (d *DB) Update(fn func(*Transaction) error) error {
 	backoff := 50 * time.Microsecond
 	for attempt := 0; ; attempt++ {
+		if err := d.checkOpen(); err != nil {
+			return err
+		}
 		t := d.NewTransaction(nil)
 		err := fn(t)
 		if err == nil {
@@ -131,8 +135,12 @@ func (d *DB) Update(fn func(*Transaction) error) error {
 
 // View runs fn in a read-only transaction at one snapshot and returns fn's
 // error; the transaction's writes return ErrReadOnly. Nothing is validated:
-// a View commits nothing.
+// a View commits nothing. On a closed database it returns ErrClosed
+// without running fn.
 func (d *DB) View(fn func(*Transaction) error) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
 	t := d.NewTransaction(nil)
 	t.readOnly = true
 	err := fn(t)
@@ -142,7 +150,12 @@ func (d *DB) View(fn func(*Transaction) error) error {
 
 var errTxnClosed = errors.Wrap(ErrClosed, "strata: transaction already committed or rolled back")
 
+// check refuses a call on a finished transaction or a closed database
+// (ErrClosed either way; the database's error first, as elsewhere).
 func (t *Transaction) check() error {
+	if err := t.d.checkOpen(); err != nil {
+		return err
+	}
 	if t.done {
 		return errTxnClosed
 	}
@@ -150,8 +163,8 @@ func (t *Transaction) check() error {
 }
 
 func (t *Transaction) checkWrite(cf *ColumnFamily) error {
-	if t.done {
-		return errTxnClosed
+	if err := t.check(); err != nil {
+		return err
 	}
 	if t.readOnly {
 		return errors.Wrap(ErrReadOnly, "strata: write in a read-only transaction (DB.View)")
@@ -353,12 +366,14 @@ func (t *Transaction) RollbackToSavePoint() error {
 }
 
 // Rollback discards the transaction: nothing of it was or will be written.
+// On a closed database it still releases the transaction's snapshot and
+// locks, and returns ErrClosed.
 func (t *Transaction) Rollback() error {
-	if err := t.check(); err != nil {
-		return err
+	if t.done {
+		return t.check()
 	}
 	t.finish()
-	return nil
+	return t.d.checkOpen()
 }
 
 // finish ends the transaction: its snapshot and locks go.
@@ -379,10 +394,13 @@ func (t *Transaction) finish() {
 // after its snapshot: nothing is then written. A transaction without
 // writes validates too. Either way the transaction is finished.
 func (t *Transaction) Commit() error {
-	if err := t.check(); err != nil {
-		return err
+	if t.done {
+		return t.check()
 	}
 	defer t.finish()
+	if err := t.d.checkOpen(); err != nil {
+		return err
+	}
 	b := t.b
 	if b.err != nil {
 		return b.err

@@ -9,10 +9,10 @@ import (
 )
 
 func init() {
-	registerCF("db", "scan", "DIR [--hex] [--from=K] [--to=K] [--prefix=P] [--limit=N]", dbScan)
-	registerCF("db", "get", "DIR KEY [--hex]", dbGet)
-	registerCF("db", "put", "DIR KEY VALUE [--hex]", dbPut)
-	registerCF("db", "delete", "DIR KEY [--hex]", dbDelete)
+	registerCF("db", "scan", "DIR [--hex] [--from=K] [--to=K] [--prefix=P] [--limit=N] [--merge-operator=NAME]", dbScan)
+	registerCF("db", "get", "DIR KEY [--hex] [--merge-operator=NAME]", dbGet)
+	registerCF("db", "put", "DIR KEY VALUE [--hex] [--create-if-missing] [--merge-operator=NAME]", dbPut)
+	registerCF("db", "delete", "DIR KEY [--hex] [--merge-operator=NAME]", dbDelete)
 }
 
 // dbScan prints "KEY : VALUE" per live key, as ldb scan.

@@ -17,13 +17,16 @@ import (
 )
 
 func init() {
-	register("db", "lsm", "DIR", dbLSM)
-	register("db", "properties", "DIR", dbProperties)
-	register("db", "space", "DIR [--from=K] [--to=K] [--hex]", dbSpace)
-	register("db", "check", "DIR", dbCheck)
-	register("db", "checkpoint", "DIR DEST", dbCheckpoint)
-	registerCF("db", "compact", "DIR [--from=K] [--to=K] [--hex]", dbCompact)
-	register("sstable", "scan", "FILE|DIR [--hex] [--from=K] [--to=K] [--limit=N]", sstScan)
+	// A database's merge operator is needed to read merged keys (check)
+	// and to flush or compact them (the writes, and a read-only open
+	// replaying a WAL), so every verb that opens one takes it.
+	register("db", "lsm", "DIR [--merge-operator=NAME]", dbLSM)
+	register("db", "properties", "DIR [--merge-operator=NAME]", dbProperties)
+	register("db", "space", "DIR [--from=K] [--to=K] [--hex] [--merge-operator=NAME]", dbSpace)
+	register("db", "check", "DIR [--merge-operator=NAME]", dbCheck)
+	register("db", "checkpoint", "DIR DEST [--merge-operator=NAME]", dbCheckpoint)
+	registerCF("db", "compact", "DIR [--from=K] [--to=K] [--hex] [--merge-operator=NAME]", dbCompact)
+	register("sstable", "scan", "FILE|DIR [--hex] [--from=K] [--to=K] [--prefix=P] [--limit=N]", sstScan)
 	register("sstable", "properties", "FILE|DIR", sstProperties)
 	register("sstable", "layout", "FILE|DIR", sstLayout)
 	register("sstable", "check", "FILE|DIR", sstCheck)
@@ -301,11 +304,24 @@ func sstScan(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
+	var p []byte
+	if c.prefix != "" {
+		if p, err = c.key(c.prefix); err != nil {
+			return err
+		}
+	}
 	return t.eachTable(c, func(path string, r *table.Reader) error {
 		it := r.NewIter()
+		start := from
+		// In bytewise order the keys with prefix p start at p and end at
+		// the first key past them; in another order they are filtered.
+		bytewise := r.Comparer().Bytewise
+		if p != nil && bytewise && (start == nil || bytes.Compare(p, start) > 0) {
+			start = p
+		}
 		var ok bool
-		if from != nil {
-			ok = it.SeekGE(from)
+		if start != nil {
+			ok = it.SeekGE(start)
 		} else {
 			ok = it.First()
 		}
@@ -313,6 +329,12 @@ func sstScan(t *T, c *cmdline) error {
 			k := it.Key()
 			if to != nil && r.Comparer().CompareUser(k.UserKey, to) >= 0 {
 				break
+			}
+			if p != nil && !bytes.HasPrefix(k.UserKey, p) {
+				if bytewise {
+					break
+				}
+				continue
 			}
 			val := c.format(it.Value())
 			if k.Kind() == base.KindBlobIndex {

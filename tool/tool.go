@@ -114,7 +114,11 @@ func (t *T) run(args []string, stdout io.Writer) error {
 		if v.group == args[0] && v.name == args[1] {
 			c := newCmdline(v.group+" "+v.name, stdout)
 			c.cfVerb = v.cf
-			return v.run(t, c.parse(args[2:]))
+			c.parse(args[2:])
+			if c.err == nil {
+				c.err = c.checkFlags(v)
+			}
+			return v.run(t, c)
 		}
 	}
 	return errors.Wrapf(ErrUsage, "strata: unknown verb %q", strings.Join(args[:2], " "))
@@ -178,6 +182,35 @@ func (c *cmdline) parse(args []string) *cmdline {
 		c.args = append(c.args, args[0])
 		args = args[1:]
 	}
+}
+
+// usageFlags returns the names of the flags a usage string shows
+// ("[--hex]", "[--from=K]").
+func usageFlags(usage string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Fields(usage) {
+		if name, ok := strings.CutPrefix(strings.Trim(f, "[]"), "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			m[name] = true
+		}
+	}
+	return m
+}
+
+// checkFlags refuses a flag the verb does not use, so that a flag never
+// looks as if it had done something: the verb's usage string lists the
+// ones it takes. --column-family is left to need, which refuses any family
+// but the default on the verbs without one.
+func (c *cmdline) checkFlags(v verb) error {
+	ok := usageFlags(v.usage)
+	var err error
+	c.fs.Visit(func(f *flag.Flag) {
+		if err != nil || ok[f.Name] || f.Name == "column-family" || f.Name == "column_family" {
+			return
+		}
+		err = errors.Wrapf(ErrUsage, "strata: %s %s does not take --%s", v.group, v.name, f.Name)
+	})
+	return err
 }
 
 // need checks the command line: n positional arguments.

@@ -70,12 +70,15 @@ func treeSize(t *testing.T, fs vfs.FS, dir string) int64 {
 }
 
 // workload drives every kind of file the engine writes: WALs (rotated,
-// replayed, deleted), flushed and compacted tables, MANIFESTs, CURRENT,
-// OPTIONS, the LOG (rotated at the second Open), a checkpoint and an
-// ingested external file.
+// replayed, deleted), flushed and compacted tables, blob files, MANIFESTs,
+// CURRENT, OPTIONS, the LOG (rotated at the second Open), a checkpoint and
+// an ingested external file.
 func workload(t *testing.T, fs vfs.FS, dir string) {
 	opts := func() *db.Options {
-		return &db.Options{CreateIfMissing: true, FS: fs, WriteBufferSize: 64 << 10}
+		// Values of 100 bytes go to blob files; the short deletions' and
+		// the ingested values stay in the tables.
+		return &db.Options{CreateIfMissing: true, FS: fs, WriteBufferSize: 64 << 10,
+			EnableBlobFiles: true, MinBlobSize: 64, BlobFileSize: 64 << 10}
 	}
 	d, err := db.Open(filepath.Join(dir, "app"), opts())
 	require.NoError(t, err)
@@ -118,6 +121,17 @@ func workload(t *testing.T, fs vfs.FS, dir string) {
 	require.NoError(t, err)
 	require.Equal(t, "ingested", string(v))
 	require.NoError(t, d.Close())
+	blobs := 0
+	for _, sub := range []string{"app", "checkpoint"} {
+		names, err := fs.List(filepath.Join(dir, sub))
+		require.NoError(t, err)
+		for _, n := range names {
+			if filepath.Ext(n) == ".blob" {
+				blobs++
+			}
+		}
+	}
+	require.Positive(t, blobs, "the workload wrote no blob file")
 
 	c, err := db.Open(filepath.Join(dir, "checkpoint"), &db.Options{FS: fs, ReadOnly: true})
 	require.NoError(t, err)

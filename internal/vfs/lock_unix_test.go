@@ -59,3 +59,46 @@ func TestFcntlLock_ExcludesOtherProcess(t *testing.T) {
 	_ = cmd.Wait()
 	require.NoError(t, fcntlLock(rc), "the lock once its holder exited")
 }
+
+// TestLock_FcntlOnlyPathExcludesOtherProcess runs Default.Lock as macOS and
+// the BSDs run it (fcntlOnly: the fcntl lock alone) in two processes: while
+// a child holds the LOCK file this process is refused with ErrLocked, a
+// second Lock within one process is refused too, and once the child has
+// exited the lock is taken, released by Close and taken again.
+func TestLock_FcntlOnlyPathExcludesOtherProcess(t *testing.T) {
+	saved := fcntlOnly
+	fcntlOnly = true
+	defer func() { fcntlOnly = saved }()
+	if name := os.Getenv("STRATA_FCNTL_ONLY_CHILD"); name != "" {
+		if _, err := Default.Lock(name); err != nil {
+			os.Stdout.WriteString("error " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Stdout.WriteString("locked\n")
+		time.Sleep(time.Minute) // until the parent kills it
+		os.Exit(0)
+	}
+	name := filepath.Join(t.TempDir(), "LOCK")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLock_FcntlOnlyPathExcludesOtherProcess$")
+	cmd.Env = append(os.Environ(), "STRATA_FCNTL_ONLY_CHILD="+name)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "locked\n", line)
+
+	_, err = Default.Lock(name)
+	require.True(t, errors.Is(err, ErrLocked), "Lock while another process holds it: %v", err)
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	l, err := Default.Lock(name)
+	require.NoError(t, err, "the lock once its holder exited")
+	_, err = Default.Lock(name)
+	require.True(t, errors.Is(err, ErrLocked), "a second Lock in this process: %v", err)
+	require.NoError(t, l.Close())
+	l, err = Default.Lock(name)
+	require.NoError(t, err, "the lock once released")
+	require.NoError(t, l.Close())
+}
