@@ -410,3 +410,46 @@ func TestCompactionSetOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "5", string(v))
 }
+
+// TestCompactionReadsDoNotFillBlockCache: a compaction reads its inputs
+// through the block cache without adding to it (RocksDB's fill_cache=false
+// for compaction inputs), so compacting a database that no one has read
+// leaves the cache empty however much room it has, and a block a reader
+// had cached is still served from it.
+func TestCompactionReadsDoNotFillBlockCache(t *testing.T) {
+	for _, comp := range []db.Compression{db.NoCompression, db.SnappyCompression} {
+		t.Run(comp.String(), func(t *testing.T) {
+			o := smallLeveled(vfs.NewMem())
+			o.BlockCacheSize = 64 << 20
+			o.Compression = comp
+			d, err := db.Open("db", o)
+			require.NoError(t, err)
+			defer d.Close()
+			val := strings.Repeat("v", 200)
+			for i := 0; i < 4000; i++ {
+				require.NoError(t, d.Put([]byte(fmt.Sprintf("k%06d", i)), []byte(val), nil))
+			}
+			require.NoError(t, d.Flush())
+			require.NoError(t, d.CompactRange(nil, nil))
+			require.Zero(t, d.Metrics().BlockCache.Size, "a compaction added its input blocks to the block cache")
+
+			// A block a reader cached is read from the cache by the next
+			// compaction and stays cached.
+			_, err = d.Get([]byte("k000010"), nil)
+			require.NoError(t, err)
+			cached := d.Metrics().BlockCache.Size
+			require.Positive(t, cached)
+			for i := 0; i < 4000; i += 2 {
+				require.NoError(t, d.Put([]byte(fmt.Sprintf("k%06d", i)), []byte(val+"2"), nil))
+			}
+			require.NoError(t, d.Flush())
+			hits := d.Metrics().BlockCache.Hits
+			require.NoError(t, d.CompactRange(nil, nil))
+			require.Equal(t, cached, d.Metrics().BlockCache.Size)
+			require.Greater(t, d.Metrics().BlockCache.Hits, hits, "the compaction did not read the cached block from the cache")
+			v, err := d.Get([]byte("k000011"), nil)
+			require.NoError(t, err)
+			require.Equal(t, val, string(v))
+		})
+	}
+}

@@ -25,9 +25,12 @@ type Iter struct {
 	// ownBlocks: every block read without the cache gets a fresh buffer,
 	// so values outlive the iterator (Get hands them out).
 	ownBlocks bool
-	seekBuf   []byte
-	err       error
-	ra        readahead
+	// noFill: blocks missing from the cache are read without adding them
+	// to it (NewCompactionIter).
+	noFill  bool
+	seekBuf []byte
+	err     error
+	ra      readahead
 }
 
 // compressedScratch holds buffers that compressed blocks are read into
@@ -157,7 +160,7 @@ func (it *Iter) admitReadahead(h blockHandle, raw []byte) ([]byte, bool, error) 
 		return b, true, err
 	}
 	c := r.opts.Cache
-	if !c.HasRoom(r.cacheID, h.offset, len(b)) {
+	if it.noFill || !c.HasRoom(r.cacheID, h.offset, len(b)) {
 		return b, true, nil
 	}
 	if &b[0] == &raw[0] {
@@ -176,6 +179,18 @@ func (r *Reader) NewIter() *Iter {
 	return it
 }
 
+// NewCompactionIter returns an iterator over the table's point entries that
+// reads blocks from the cache when they are there but never adds the
+// blocks it reads (RocksDB's fill_cache=false for compaction inputs): a
+// compaction reads each block of its inputs once, and caching them would
+// evict what readers keep hot, or grow a cache that has room to its whole
+// budget with blocks no reader asked for.
+func (r *Reader) NewCompactionIter() *Iter {
+	it := &Iter{r: r, noFill: true}
+	it.index.init(r)
+	return it
+}
+
 // readDataBlock returns the data block at h, from the cache if possible.
 func (it *Iter) readDataBlock(h blockHandle) ([]byte, error) {
 	r := it.r
@@ -188,6 +203,9 @@ func (it *Iter) readDataBlock(h blockHandle) ([]byte, error) {
 				return b, err
 			}
 		}
+		if it.noFill {
+			return it.readUncached(h)
+		}
 		b, err := r.readBlockForCache(h)
 		if err != nil {
 			return nil, err
@@ -195,6 +213,13 @@ func (it *Iter) readDataBlock(h blockHandle) ([]byte, error) {
 		c.Set(r.cacheID, h.offset, b)
 		return b, nil
 	}
+	return it.readUncached(h)
+}
+
+// readUncached reads block h from the file, into the iterator's scratch
+// buffer (valid until the next read) unless the iterator owns its blocks.
+func (it *Iter) readUncached(h blockHandle) ([]byte, error) {
+	r := it.r
 	if it.ownBlocks {
 		return r.readRaw(h, nil, true)
 	}
