@@ -35,12 +35,9 @@ func dbScan(t *T, c *cmdline) error {
 		}
 		ro.UpperBound = k
 	}
-	var p []byte
-	if c.prefix != "" {
-		var err error
-		if p, err = c.key(c.prefix); err != nil {
-			return err
-		}
+	p, err := c.prefixKey()
+	if err != nil {
+		return err
 	}
 	d, err := t.open(c, c.args[0], false)
 	if err != nil {
@@ -60,13 +57,7 @@ func dbScan(t *T, c *cmdline) error {
 	filterPrefix := false
 	if p != nil {
 		if c.bytewise {
-			// The keys with prefix p are [p, PrefixUpperBound(p)).
-			if ro.LowerBound == nil || bytes.Compare(p, ro.LowerBound) > 0 {
-				ro.LowerBound = p
-			}
-			if end := db.PrefixUpperBound(p); end != nil && (ro.UpperBound == nil || bytes.Compare(end, ro.UpperBound) < 0) {
-				ro.UpperBound = end
-			}
+			ro.LowerBound, ro.UpperBound = prefixBounds(p, ro.LowerBound, ro.UpperBound)
 		} else {
 			// In another order those keys need not be one range that
 			// bounds can name: the scan keeps the keys with the prefix.

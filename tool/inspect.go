@@ -48,6 +48,27 @@ func (c *cmdline) bounds() (from, to []byte, err error) {
 	return from, to, nil
 }
 
+// prefixKey is --prefix as a key (nil when absent).
+func (c *cmdline) prefixKey() ([]byte, error) {
+	if c.prefix == "" {
+		return nil, nil
+	}
+	return c.key(c.prefix)
+}
+
+// prefixBounds narrows the bytewise range [lo, hi) to the keys with
+// prefix p, which are [p, PrefixUpperBound(p)) in that order (nil bounds
+// are open).
+func prefixBounds(p, lo, hi []byte) ([]byte, []byte) {
+	if lo == nil || bytes.Compare(p, lo) > 0 {
+		lo = p
+	}
+	if end := db.PrefixUpperBound(p); end != nil && (hi == nil || bytes.Compare(end, hi) < 0) {
+		hi = end
+	}
+	return lo, hi
+}
+
 func dbLSM(t *T, c *cmdline) error {
 	if err := c.need(1, "DIR"); err != nil {
 		return err
@@ -304,20 +325,18 @@ func sstScan(t *T, c *cmdline) error {
 	if err != nil {
 		return err
 	}
-	var p []byte
-	if c.prefix != "" {
-		if p, err = c.key(c.prefix); err != nil {
-			return err
-		}
+	p, err := c.prefixKey()
+	if err != nil {
+		return err
 	}
 	return t.eachTable(c, func(path string, r *table.Reader) error {
 		it := r.NewIter()
-		start := from
-		// In bytewise order the keys with prefix p start at p and end at
-		// the first key past them; in another order they are filtered.
+		// In bytewise order the keys with prefix p are one range; in
+		// another order they are filtered.
+		start, end := from, to
 		bytewise := r.Comparer().Bytewise
-		if p != nil && bytewise && (start == nil || bytes.Compare(p, start) > 0) {
-			start = p
+		if p != nil && bytewise {
+			start, end = prefixBounds(p, from, to)
 		}
 		var ok bool
 		if start != nil {
@@ -327,13 +346,10 @@ func sstScan(t *T, c *cmdline) error {
 		}
 		for n := int64(0); ok && (c.limit < 0 || n < c.limit); ok = it.Next() {
 			k := it.Key()
-			if to != nil && r.Comparer().CompareUser(k.UserKey, to) >= 0 {
+			if end != nil && r.Comparer().CompareUser(k.UserKey, end) >= 0 {
 				break
 			}
-			if p != nil && !bytes.HasPrefix(k.UserKey, p) {
-				if bytewise {
-					break
-				}
+			if p != nil && !bytewise && !bytes.HasPrefix(k.UserKey, p) {
 				continue
 			}
 			val := c.format(it.Value())
