@@ -38,14 +38,7 @@ func TestFcntlLock_ExcludesOtherProcess(t *testing.T) {
 	}
 	name := filepath.Join(t.TempDir(), "LOCK")
 	require.NoError(t, os.WriteFile(name, nil, 0o644))
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFcntlLock_ExcludesOtherProcess$")
-	cmd.Env = append(os.Environ(), "STRATA_FCNTL_CHILD="+name)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "locked\n", line)
+	cmd := startLockHolder(t, "TestFcntlLock_ExcludesOtherProcess", "STRATA_FCNTL_CHILD", name)
 
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	require.NoError(t, err)
@@ -79,16 +72,9 @@ func TestLock_FcntlOnlyPathExcludesOtherProcess(t *testing.T) {
 		os.Exit(0)
 	}
 	name := filepath.Join(t.TempDir(), "LOCK")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLock_FcntlOnlyPathExcludesOtherProcess$")
-	cmd.Env = append(os.Environ(), "STRATA_FCNTL_ONLY_CHILD="+name)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "locked\n", line)
+	cmd := startLockHolder(t, "TestLock_FcntlOnlyPathExcludesOtherProcess", "STRATA_FCNTL_ONLY_CHILD", name)
 
-	_, err = Default.Lock(name)
+	_, err := Default.Lock(name)
 	require.True(t, errors.Is(err, ErrLocked), "Lock while another process holds it: %v", err)
 
 	require.NoError(t, cmd.Process.Kill())
@@ -101,4 +87,18 @@ func TestLock_FcntlOnlyPathExcludesOtherProcess(t *testing.T) {
 	l, err = Default.Lock(name)
 	require.NoError(t, err, "the lock once released")
 	require.NoError(t, l.Close())
+}
+
+// startLockHolder runs test again in a child process with env set to the
+// LOCK file's name, and returns once the child says it holds the lock.
+func startLockHolder(t *testing.T, test, env, name string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"="+name)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "locked\n", line)
+	return cmd
 }
