@@ -132,15 +132,7 @@ func TestTransactionLockTimeoutDefault(t *testing.T) {
 // other transaction still waits) until it rolls back.
 func TestTransactionDeadlockVictimStaysOpen(t *testing.T) {
 	d := openMerge(t)
-	o := &db.TransactionOptions{Pessimistic: true, LockTimeout: 2 * time.Second}
-	t1, t2 := d.NewTransaction(o), d.NewTransaction(o)
-	put(t, t1, "a", "1")
-	put(t, t2, "b", "2")
-	done := make(chan error, 1)
-	go func() { done <- t1.Put([]byte("b"), []byte("1")) }()
-	for !t1.TestingLockWaiting() {
-		time.Sleep(time.Millisecond)
-	}
+	_, t1, t2, done := halfDeadlock(t, d)
 	require.ErrorIs(t, t2.Put([]byte("a"), []byte("2")), db.ErrConflict)
 	// t2 still holds b: t1 is still waiting.
 	select {

@@ -531,20 +531,7 @@ func ignoreNotFound(err error) error {
 // fails at once, well before the timeout, and the other goes on.
 func TestTransactionDeadlock(t *testing.T) {
 	d := openMerge(t)
-	o := &db.TransactionOptions{Pessimistic: true, LockTimeout: 2 * time.Second}
-	t1, t2 := d.NewTransaction(o), d.NewTransaction(o)
-	put(t, t1, "a", "1")
-	put(t, t2, "b", "2")
-	done := make(chan error, 1)
-	go func() { done <- t1.Put([]byte("b"), []byte("1")) }()
-	for !t1.TestingLockWaiting() {
-		select {
-		case err := <-done:
-			t.Fatalf("t1's Put returned before t2 released b: %v", err)
-		default:
-			time.Sleep(time.Millisecond)
-		}
-	}
+	o, t1, t2, done := halfDeadlock(t, d)
 	start := time.Now()
 	err := t2.Put([]byte("a"), []byte("2"))
 	require.ErrorIs(t, err, db.ErrConflict)
@@ -554,6 +541,27 @@ func TestTransactionDeadlock(t *testing.T) {
 	require.NoError(t, t1.Commit())
 	require.Equal(t, "1", dbGet(t, d, "a"))
 	require.Equal(t, "1", dbGet(t, d, "b"))
+}
+
+// halfDeadlock starts the opposite-order pair of the deadlock tests: t1
+// holds a, t2 holds b, and t1 waits for b in a goroutine whose Put result
+// done delivers; it returns once t1 waits. t2's Put of a closes the cycle.
+func halfDeadlock(t *testing.T, d *db.DB) (o *db.TransactionOptions, t1, t2 *db.Transaction, done chan error) {
+	o = &db.TransactionOptions{Pessimistic: true, LockTimeout: 2 * time.Second}
+	t1, t2 = d.NewTransaction(o), d.NewTransaction(o)
+	put(t, t1, "a", "1")
+	put(t, t2, "b", "2")
+	done = make(chan error, 1)
+	go func() { done <- t1.Put([]byte("b"), []byte("1")) }()
+	for !t1.TestingLockWaiting() {
+		select {
+		case err := <-done:
+			t.Fatalf("t1's Put returned before t2 released b: %v", err)
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return o, t1, t2, done
 }
 
 // A cycle of three.
