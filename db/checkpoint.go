@@ -153,7 +153,7 @@ func (d *DB) Checkpoint(dir string) (err error) {
 	if err := d.removeCheckpointDir(tmp); err != nil {
 		return err
 	}
-	if err := d.fs.MkdirAll(tmp, 0o755); err != nil {
+	if err := vfs.MkdirAllSynced(d.fs, tmp); err != nil {
 		return errors.Wrapf(err, "strata: Checkpoint: creating %s", tmp)
 	}
 	defer func() {

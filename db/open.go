@@ -6,13 +6,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"path/filepath"
 	"sort"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 )
 
 // dirListing is the database directory, listed once at Open and parsed
@@ -149,16 +149,10 @@ func (d *DB) open() error {
 	}
 	if !o.ReadOnly {
 		if o.CreateIfMissing {
-			if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {
+			// The directory and any parents Open creates are durable in
+			// their parents before the first write is acknowledged.
+			if err := vfs.MkdirAllSynced(d.fs, d.dirname); err != nil {
 				return errors.Wrapf(err, "strata: creating %s", d.dirname)
-			}
-			// Make the directory itself durable in its parent.
-			if dir, err := d.fs.OpenDir(filepath.Dir(d.dirname)); err == nil {
-				err = dir.Sync()
-				dir.Close()
-				if err != nil {
-					return errors.Wrapf(err, "strata: syncing the parent of %s", d.dirname)
-				}
 			}
 		}
 	}
