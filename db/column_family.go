@@ -385,7 +385,7 @@ func (d *DB) createFamilyLocked(name string, opts *ColumnFamilyOptions, writeOpt
 	d.updateReadStateLocked(cf)
 	d.logf(slog.LevelInfo, "created column family", "name", name, "id", cf.id)
 	if writeOptions {
-		if err := d.writeOptionsFileLocked(nil); err != nil {
+		if err := d.writeOptionsFileLocked(); err != nil {
 			return cf, errors.Wrapf(err, "strata: column family %q created, but the OPTIONS file was not rewritten", name)
 		}
 	}
@@ -456,7 +456,7 @@ func (d *DB) DropColumnFamily(cf *ColumnFamily) error {
 		// of its views (iterators opened before the drop) keep what it
 		// lists alive through their references.
 		d.releaseMemtablesLocked(cf)
-		if err := d.writeOptionsFileLocked(nil); err != nil {
+		if err := d.writeOptionsFileLocked(); err != nil {
 			return errors.Wrapf(err, "strata: column family %q dropped, but the OPTIONS file was not rewritten", cf.name)
 		}
 		d.deleteObsoleteFilesLocked()

@@ -217,6 +217,10 @@ type DB struct {
 		// max_total_wal_size; 0 for those found at Open).
 		wals      []uint64
 		walStarts []uint64
+		// optionsFiles are the OPTIONS file numbers in the directory, so
+		// that a rewrite (SetOptions, a family created or dropped) deletes
+		// all but the newest keptOptionsFiles without listing it.
+		optionsFiles []uint64
 	}
 
 	// txnLocks are the pessimistic transactions' key locks, made on first

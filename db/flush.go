@@ -64,7 +64,8 @@ func (d *DB) newMemTable(cf *ColumnFamily, logNum uint64, need, size int) (*memT
 }
 
 // rotateMemtableLocked makes cf's mutable memtable immutable, starts a new
-// WAL for its successor and schedules a flush. An empty memtable too small
+// WAL for its successor (unless the current one is still empty) and
+// schedules a flush. An empty memtable too small
 // for need is just replaced. The commit pipeline must be drained and d.mu
 // held.
 func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
@@ -94,10 +95,13 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	if err != nil {
 		return err
 	}
-	logNum := d.mu.versions.NextFileNum()
-	if err := d.openWALLocked(logNum); err != nil {
-		next.unref(d) // never shared
-		return err
+	logNum := d.mu.log.num
+	if d.currentWALWrittenLocked() {
+		logNum = d.mu.versions.NextFileNum()
+		if err := d.openWALLocked(logNum); err != nil {
+			next.unref(d) // never shared
+			return err
+		}
 	}
 	cf.mu.imm = append(cf.mu.imm, cf.mu.mem)
 	next.logNum = logNum
@@ -106,6 +110,20 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
 	return nil
+}
+
+// currentWALWrittenLocked reports whether the current WAL holds a record.
+// One that holds none also serves the successor of a memtable being
+// rotated, as RocksDB's SwitchMemtable reuses an empty log: everything the
+// rotated memtable holds is in older WALs (or in none, written with
+// DisableWAL). Without this, a flush of several families at once (Close,
+// a checkpoint, max_total_wal_size) would start one WAL per family and
+// leave all but the last behind empty, each keeping the families that
+// moved onto it from letting older WALs go. d.mu must be held, with the
+// commit pipeline drained.
+func (d *DB) currentWALWrittenLocked() bool {
+	n := len(d.mu.walStarts)
+	return d.mu.log.file == nil || n == 0 || d.commit.walBytes.Load() != d.mu.walStarts[n-1]
 }
 
 // advanceEmptyFamiliesLocked moves the families that hold no unflushed

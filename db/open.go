@@ -246,7 +246,8 @@ func (d *DB) open() error {
 	d.reportOptionsFileLocked()
 	if !o.ReadOnly {
 		d.sweepLocked(listing)
-		if err := d.writeOptionsFileLocked(listing.options); err != nil {
+		d.mu.optionsFiles = append(d.mu.optionsFiles[:0], listing.options...)
+		if err := d.writeOptionsFileLocked(); err != nil {
 			return err
 		}
 	}

@@ -456,9 +456,9 @@ func (cf *ColumnFamily) rocksdbPrefixExtractorName() string {
 }
 
 // writeOptionsFileLocked writes a new OPTIONS file for the options in force
-// and deletes all but the newest keptOptionsFiles; existing lists the
-// OPTIONS files already in the directory. d.mu must be held.
-func (d *DB) writeOptionsFileLocked(existing []uint64) error {
+// and deletes all but the newest keptOptionsFiles of d.mu.optionsFiles.
+// d.mu must be held.
+func (d *DB) writeOptionsFileLocked() error {
 	num := d.mu.versions.NextFileNum()
 	name := base.MakeFilename(base.FileKindOptions, num)
 	tmp := d.path(name + ".dbtmp")
@@ -473,27 +473,28 @@ func (d *DB) writeOptionsFileLocked(existing []uint64) error {
 	if err := d.syncDir(); err != nil {
 		return err
 	}
-	all := append(append([]uint64(nil), existing...), num)
+	all := append(d.mu.optionsFiles, num)
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	for _, n := range all[:max(0, len(all)-keptOptionsFiles)] {
-		d.removeFile(base.FileKindOptions, n)
+	kept := all[:0]
+	for i, n := range all {
+		// One whose removal failed stays listed and goes at a later write.
+		if i >= len(all)-keptOptionsFiles || d.removeFile(base.FileKindOptions, n) != nil {
+			kept = append(kept, n)
+		}
 	}
+	d.mu.optionsFiles = kept
 	return nil
 }
 
 // writeOptionsFile writes a new OPTIONS file after a change of the mutable
-// options (SetOptions), keeping the two newest. It lists the directory.
+// options (SetOptions), keeping the two newest.
 func (d *DB) writeOptionsFile() error {
 	if d.opts.ReadOnly {
 		return nil
 	}
-	l, err := d.listDir()
-	if err != nil {
-		return err
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.writeOptionsFileLocked(l.options)
+	return d.writeOptionsFileLocked()
 }
 
 func (d *DB) writeFileSynced(path string, data []byte) error {
