@@ -347,6 +347,7 @@ func (x *batchIndex) newIterator(cf *ColumnFamily, ro *ReadOptions, n uint32, tr
 	var outer iterator.Merging
 	outer.Init(cf.cmp, m.NewIter(), &seqFilter{in: &it.st.merging, snap: dbSnap})
 	it.iter = &outer
+	it.setIterBounds()
 	// Entries of the database newer than its read number are dropped by
 	// seqFilter; those of the batch past its first n by the iterator's own
 	// visibility rule.

@@ -375,6 +375,11 @@ func TestPrefixAutoModeDirections(t *testing.T) {
 	defer d.Close()
 	for _, k := range []string{"aaaa1", "bbbb5", "cccc1"} {
 		require.NoError(t, d.Put([]byte(k), []byte(k), nil))
+		// Every table also holds zzzz0, past the bound: the tables
+		// overlap, so each is a merge child of its own (disjoint L0
+		// tables would be one concatenation, whose seek opens only the
+		// table at the seek key, filter or not).
+		require.NoError(t, d.Put([]byte("zzzz0"), []byte(k), nil))
 		require.NoError(t, d.Flush())
 	}
 	ro := &db.ReadOptions{UpperBound: []byte("bbbb9")}

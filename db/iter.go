@@ -2,12 +2,14 @@ package db
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
 	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/rangedel"
+	"github.com/stratadb/strata/internal/version"
 )
 
 type direction int8
@@ -155,9 +157,23 @@ func (cf *ColumnFamily) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	st.owner = it
 	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
+	it.setIterBounds()
 	it.counted = true
 	d.openIters.Add(1)
 	return it
+}
+
+// setIterBounds hands the bounds to the internal iterators, which then
+// yield only keys inside them (see iterator.Merging.SetBounds): the
+// upper-bound check of a forward step is theirs. For a batch's iterator
+// both the outer merge (the batch and the database) and the database's
+// own get them. The internal iterators are unpositioned afterwards.
+func (it *Iterator) setIterBounds() {
+	it.st.merging.SetBounds(it.lower, it.upper)
+	if it.iter != &it.st.merging {
+		it.iter.SetBounds(it.lower, it.upper)
+	}
+	it.iterValid = false
 }
 
 // iterState is the part of an Iterator that depends only on the read view:
@@ -177,6 +193,9 @@ type iterState struct {
 	levels   []*iterator.Level
 	merging  iterator.Merging
 	children []iterator.Iterator
+	// spans are the children's user-key spans (see iterator.Span): the
+	// immutable memtables', each level's; the mutable memtable has none.
+	spans []iterator.Span
 	// tombs are the view's range tombstones visible at tombsSnap.
 	tombs     rangedel.Set
 	tombsSnap base.SeqNum
@@ -194,7 +213,7 @@ func (d *DB) acquireIterState(rs *readState, snap base.SeqNum) (*iterState, erro
 				st.release()
 				return nil, err
 			}
-			st.merging.Init(rs.cf.cmp, st.children...)
+			st.initMerging()
 			return st, nil
 		}
 		st.release()
@@ -282,39 +301,117 @@ func (st *iterState) recycle() error {
 	return nil
 }
 
+// initMerging (re)starts the merging iterator over the children, with
+// their spans and no bounds (the Iterator sets its own: setIterBounds).
+func (st *iterState) initMerging() {
+	st.merging.Init(st.rs.cf.cmp, st.children...)
+	st.merging.SetSpans(st.spans)
+}
+
 // build assembles the children, the merging iterator and the tombstone
 // fragments.
+//
+// Each child comes with the span of user keys it holds, so that a bounded
+// iterator positions only the children that can hold keys in its range
+// (see iterator.Merging): the immutable memtables' spans are read once
+// here (their contents no longer change), the files' come from their
+// metadata (which may be wider than the point keys, for a range deletion
+// reaching past them: still a superset). The mutable memtable has none.
+//
+// L0 files that do not overlap one another, as an append-only workload's
+// flushes (a log's consecutive indexes), are walked as one concatenation,
+// like a sorted level, rather than one merge child each: see l0Runs.
 func (st *iterState) build(snap base.SeqNum) error {
 	rs := st.rs
 	v := rs.version
-	// Sized once: every L0 file is a level of its own, and a seek with
-	// many L0 files must not pay for growing these.
-	n := len(rs.mems) + len(v.Levels[0]) + len(v.Levels)
+	runs := l0Runs(st.rs.cf.cmp, v.Levels[0])
+	// Sized once: a seek with many L0 files must not pay for growing these.
+	n := len(rs.mems) + len(runs) + len(v.Levels)
 	st.children = make([]iterator.Iterator, 0, n)
+	st.spans = make([]iterator.Span, 0, n)
 	st.levels = make([]*iterator.Level, 0, n)
-	for _, m := range rs.mems {
-		st.children = append(st.children, m.NewIter())
+	for i, m := range rs.mems {
+		it := m.NewIter()
+		st.children = append(st.children, it)
+		var sp iterator.Span
+		if i > 0 {
+			sp = memtableSpan(it)
+		}
+		st.spans = append(st.spans, sp)
 	}
 	if err := st.buildTombstones(snap); err != nil {
 		return err
 	}
-	l0 := v.Levels[0]
-	l0Bounds := make([]iterator.FileBounds, len(l0))
-	for i := range l0 {
-		l := st.d.newLevelIter(st, l0[i:i+1], l0Bounds[i:i+1:i+1])
-		st.levels = append(st.levels, l)
-		st.children = append(st.children, l)
+	l0Bounds := make([]iterator.FileBounds, len(v.Levels[0]))
+	for _, run := range runs {
+		st.addLevel(run, l0Bounds[:len(run):len(run)])
+		l0Bounds = l0Bounds[len(run):]
 	}
 	for level := 1; level < len(v.Levels); level++ {
 		if len(v.Levels[level]) == 0 {
 			continue
 		}
-		l := st.d.newLevelIter(st, v.Levels[level], nil)
-		st.levels = append(st.levels, l)
-		st.children = append(st.children, l)
+		st.addLevel(v.Levels[level], nil)
 	}
-	st.merging.Init(st.rs.cf.cmp, st.children...)
+	st.initMerging()
 	return nil
+}
+
+// addLevel adds a level child over files (sorted, not overlapping).
+func (st *iterState) addLevel(files []*version.FileMetadata, bounds []iterator.FileBounds) {
+	l := st.d.newLevelIter(st, files, bounds)
+	st.levels = append(st.levels, l)
+	st.children = append(st.children, l)
+	st.spans = append(st.spans, iterator.Span{Smallest: files[0].Smallest.UserKey, Largest: files[len(files)-1].Largest.UserKey})
+}
+
+// memtableSpan returns the user keys of a frozen memtable's first and last
+// entries (a zero Span, none known, for an empty one: an empty memtable
+// positions at no cost).
+func memtableSpan(it iterator.Iterator) iterator.Span {
+	var sp iterator.Span
+	if !it.First() {
+		return sp
+	}
+	sp.Smallest = it.Key().UserKey
+	if it.Last() {
+		sp.Largest = it.Key().UserKey
+	}
+	return sp
+}
+
+// l0Runs partitions the L0 files into runs whose files' user-key ranges
+// are disjoint, each run sorted by key: a run can be read as a level (one
+// merge child, a binary search to the file a seek needs). Files are taken
+// by smallest key, each into the first run whose last file ends strictly
+// before it starts (so adjacent files never share a user key, whose
+// versions a concatenation would order by file and not by sequence
+// number); that makes as many runs as the deepest overlap, one for an
+// append-only workload however many files it flushed. Files that overlap
+// keep apart as before: a run of one each.
+func l0Runs(cmp *base.Comparer, l0 []*version.FileMetadata) [][]*version.FileMetadata {
+	if len(l0) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(l0)
+	slices.SortStableFunc(sorted, func(a, b *version.FileMetadata) int {
+		return cmp.CompareUser(a.Smallest.UserKey, b.Smallest.UserKey)
+	})
+	var runs [][]*version.FileMetadata
+	for _, f := range sorted {
+		placed := false
+		for i, r := range runs {
+			if cmp.CompareUser(r[len(r)-1].Largest.UserKey, f.Smallest.UserKey) < 0 {
+				runs[i] = append(r, f)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			runs = append(runs, []*version.FileMetadata{f})
+		}
+	}
+	return runs
 }
 
 // Valid reports whether the iterator rests on a key. After the DB's Close
@@ -723,10 +820,6 @@ func (it *Iterator) findNextEntry(skipping bool, skip []byte) {
 				skip = it.saveSkip(k.UserKey)
 				skipping = true
 				continue
-			}
-			if it.upper != nil && it.cmp.CompareUser(k.UserKey, it.upper) >= 0 {
-				it.valid = false
-				return
 			}
 			if ok, stop := it.inPrefix(k.UserKey); !ok {
 				if stop {

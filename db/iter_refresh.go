@@ -72,6 +72,7 @@ func (it *Iterator) Refresh() error {
 	}
 	st.owner = it
 	it.st, it.iter, it.tombs, it.snap = st, &st.merging, &st.tombs, snap
+	it.setIterBounds()
 	it.err = nil
 	if it.ttl > 0 {
 		it.now = d.nowUnix()
@@ -116,5 +117,8 @@ func (it *Iterator) SetBounds(lower, upper []byte) {
 			it.upperBuf = []byte{}
 		}
 		it.upper = it.upperBuf
+	}
+	if it.st != nil {
+		it.setIterBounds()
 	}
 }

@@ -282,6 +282,7 @@ func (d *DB) getMerged(rs *readState, key []byte, snap base.SeqNum) ([]byte, err
 	}
 	st.owner = it
 	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
+	it.setIterBounds()
 	it.Seek(key)
 	var v []byte
 	if it.Valid() && (cmp.Bytewise || cmp.Compare(it.Key(), key) == 0) {

@@ -333,54 +333,83 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	return s.readEntries(lo, hi, maxSize)
 }
 
-// arenaSize bounds one payload arena of readEntries.
+// arenaSize is the least payload chunk of the entry cache.
 const arenaSize = 32 << 10
 
 // readEntries scans [lo, hi), stopping before the entry that takes the total
 // past maxSize (always returning the first). Every index must be present.
+//
+// The result is sized once, at the first entry, for the range or as many
+// entries of the first one's size as maxSize admits; the payloads are
+// copied into one slab per call, sized alike, with more allocated only
+// when later entries are larger than the first (a log's entries are
+// mostly of one size). So a range costs about two allocations however
+// many entries it has, instead of one per entry: the allocations and the
+// collector's work on them are most of a range read's cost after the
+// scan. Each entry is decoded in place, into the result, from the
+// iterator's value (valid until the next step, so the payload is copied
+// before it).
 func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
-	lk := s.logKey(nil, lo)
-	hk := s.logKey(nil, hi)
+	// Both bounds in one allocation.
+	kl := len(s.logLo) + 8
+	buf := make([]byte, 2*kl)
+	lk, hk := buf[:kl:kl], buf[kl:2*kl:2*kl]
+	copy(lk, s.logLo)
+	copy(hk, s.logLo)
+	binary.BigEndian.PutUint64(lk[kl-8:], lo)
+	binary.BigEndian.PutUint64(hk[kl-8:], hi)
 	it := s.d.NewIterator(&db.ReadOptions{LowerBound: lk, UpperBound: hk})
 	defer it.Close()
-	ents := make([]pb.Entry, 0, min(hi-lo, 256))
-	var arena []byte
+	var ents []pb.Entry
+	var slab []byte
 	var size uint64
 	next := lo
 	cut := false
 	for it.SeekToFirst(); it.Valid(); it.Next() {
-		idx, err := s.indexOf(it.Key())
-		if err != nil {
-			return nil, err
+		k := it.Key()
+		if len(k) != len(s.logLo)+8 {
+			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: malformed log key %x", k)
 		}
-		if idx != next {
+		if idx := binary.BigEndian.Uint64(k[len(s.logLo):]); idx != next {
 			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d missing (found %d)", next, idx)
 		}
 		v := it.Value()
 		// A marshalled entry's length is its Size().
 		size += uint64(len(v))
-		if len(ents) > 0 && size > maxSize {
+		if next > lo && size > maxSize {
 			cut = true
 			break
 		}
-		// Decode Data into one arena for the whole result, not one
-		// allocation per entry.
-		if len(arena)+len(v) > cap(arena) {
-			// Sized for the rest of the range at this entry's size.
-			arena = make([]byte, 0, max(len(v), int(min(arenaSize, maxSize, (hi-idx)*uint64(len(v))))))
+		if ents == nil {
+			ents = make([]pb.Entry, 0, min(hi-lo, maxSize/uint64(max(len(v), 1))+1))
 		}
-		var e pb.Entry
-		if n, ok := decodeEntry(&e, v, arena[len(arena):len(arena):len(arena)+len(v)]); ok {
-			arena = arena[:len(arena)+n]
-		} else if err := e.Unmarshal(v); err != nil {
+		ents = append(ents, pb.Entry{})
+		e := &ents[len(ents)-1]
+		if !decodeEntry(e, v) {
 			// Not an entry as raft marshals it (unknown fields, or
 			// corrupt): the generated decoder says which.
-			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", idx, err)
+			*e = pb.Entry{} // what decodeEntry left aliases v
+			if err := e.Unmarshal(v); err != nil {
+				return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", next, err)
+			}
+		} else if l := len(e.Data); l > 0 {
+			if len(slab)+l > cap(slab) {
+				// Sized for the rest of the range at this payload's
+				// size, within what maxSize leaves.
+				rest := min(hi-next, (maxSize-(size-uint64(len(v))))/uint64(len(v))+1)
+				slab = make([]byte, 0, max(l, int(min(rest*uint64(l), maxSlab))))
+			}
+			// Capped: an append to one returned entry's Data must not
+			// write over the next one's in the slab.
+			k := len(slab)
+			slab = append(slab, e.Data...)
+			e.Data = slab[k:len(slab):len(slab)]
+		} else if e.Data != nil {
+			e.Data = []byte{} // present and empty, not aliasing v
 		}
-		if e.Index != idx {
-			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", idx, e.Index)
+		if e.Index != next {
+			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", next, e.Index)
 		}
-		ents = append(ents, e)
 		next++
 	}
 	if err := it.Err(); err != nil {
@@ -392,38 +421,32 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	return ents, nil
 }
 
+// maxSlab bounds one payload slab of readEntries (a range of large entries
+// under an unlimited maxSize takes several).
+const maxSlab = 4 << 20
+
 // decodeEntry decodes a marshalled raftpb.Entry v into e as Unmarshal does,
-// copying Data into dst (a slice with room for len(v) bytes) and returning
-// how many bytes of dst it used. It handles the four fields raft writes
-// (Type, Term, Index as varints, Data as bytes, in any order, the last of a
-// repeated field winning as in proto) and returns ok false on anything else
-// (another field or wire type, a truncated value), leaving the generated
-// Unmarshal to decide.
-func decodeEntry(e *pb.Entry, v, dst []byte) (n int, ok bool) {
-	*e = pb.Entry{}
+// except that e.Data aliases v (the caller copies it). It handles the four
+// fields raft writes (Type, Term, Index as varints, Data as bytes, in any
+// order, the last of a repeated field winning as in proto) and returns
+// false on anything else (another field or wire type, a truncated value),
+// leaving the generated Unmarshal to decide. e must be zero.
+func decodeEntry(e *pb.Entry, v []byte) bool {
 	for i := 0; i < len(v); {
 		tag := v[i]
 		i++
-		if tag == 0x22 { // field 4, Data: length-delimited
-			l, w := binary.Uvarint(v[i:])
-			if w <= 0 || l > uint64(len(v)-i-w) {
-				return 0, false
+		var x uint64
+		if i < len(v) && v[i] < 0x80 {
+			// Varints and lengths under 128, the common case, inline.
+			x = uint64(v[i])
+			i++
+		} else {
+			var w int
+			if x, w = binary.Uvarint(v[i:]); w <= 0 {
+				return false
 			}
 			i += w
-			// Proto's last-wins for a repeated bytes field: the
-			// generated code appends to Data[:0].
-			// Capped: an append to one returned entry's Data must not
-			// write over the next one's in the arena.
-			e.Data = append(dst[:0], v[i:i+int(l)]...)[:l:l]
-			n = int(l)
-			i += int(l)
-			continue
 		}
-		x, w := binary.Uvarint(v[i:])
-		if w <= 0 {
-			return 0, false
-		}
-		i += w
 		switch tag {
 		case 0x08: // field 1, Type
 			e.Type = pb.EntryType(int32(x))
@@ -431,11 +454,19 @@ func decodeEntry(e *pb.Entry, v, dst []byte) (n int, ok bool) {
 			e.Term = x
 		case 0x18: // field 3, Index
 			e.Index = x
+		case 0x22: // field 4, Data: length-delimited
+			if x > uint64(len(v)-i) {
+				return false
+			}
+			// Proto's last-wins for a repeated bytes field; an empty
+			// one is empty, not nil, as Unmarshal leaves it.
+			e.Data = v[i : i+int(x) : i+int(x)]
+			i += int(x)
 		default:
-			return 0, false
+			return false
 		}
 	}
-	return n, true
+	return true
 }
 
 // Term returns the term of entry i, from the term cache when it is recent.

@@ -43,6 +43,29 @@ type Level struct {
 	// may be nil, or exhausted).
 	valid bool
 	cmp   *base.Comparer
+	// lower and upper are the merge's bounds (SetBounds; nil: none): a
+	// file wholly outside them is never opened.
+	lower, upper []byte
+}
+
+// SetBounds makes the level skip the files whose keys all lie outside
+// [lower, upper) (nil: unbounded): a seek or step that would open one
+// reports exhaustion instead. Entries outside the bounds in a file that
+// also holds keys inside them are still returned; the caller (the merging
+// iterator) checks each key. The slices are kept, not copied.
+func (l *Level) SetBounds(lower, upper []byte) {
+	l.lower, l.upper = lower, upper
+	l.valid = false
+}
+
+// skipFwd reports whether file i starts at or past the upper bound.
+func (l *Level) skipFwd(i int) bool {
+	return l.upper != nil && l.cmp.CompareUser(l.files[i].Smallest.UserKey, l.upper) >= 0
+}
+
+// skipBack reports whether file i ends before the lower bound.
+func (l *Level) skipBack(i int) bool {
+	return l.lower != nil && l.cmp.CompareUser(l.files[i].Largest.UserKey, l.lower) < 0
 }
 
 var _ Iterator = (*Level)(nil)
@@ -98,7 +121,7 @@ func (l *Level) settle(valid bool) (done bool) {
 func (l *Level) forward(i int, valid bool) bool {
 	for !l.settle(valid) {
 		i++
-		if i >= len(l.files) || !l.load(i) {
+		if i >= len(l.files) || l.skipFwd(i) || !l.load(i) {
 			return false
 		}
 		valid = l.cur.First()
@@ -110,7 +133,7 @@ func (l *Level) forward(i int, valid bool) bool {
 func (l *Level) backward(i int, valid bool) bool {
 	for !l.settle(valid) {
 		i--
-		if i < 0 || !l.load(i) {
+		if i < 0 || l.skipBack(i) || !l.load(i) {
 			return false
 		}
 		valid = l.cur.Last()
@@ -125,7 +148,7 @@ func (l *Level) SeekGE(key []byte) bool {
 	i := sort.Search(len(l.files), func(i int) bool {
 		return l.cmp.CompareUser(l.files[i].Largest.UserKey, key) >= 0
 	})
-	if i >= len(l.files) || !l.load(i) {
+	if i >= len(l.files) || l.skipFwd(i) || !l.load(i) {
 		return false
 	}
 	l.valid = l.forward(i, l.cur.SeekGE(key))
@@ -139,7 +162,7 @@ func (l *Level) SeekLT(key []byte) bool {
 	i := sort.Search(len(l.files), func(i int) bool {
 		return l.cmp.CompareUser(l.files[i].Smallest.UserKey, key) >= 0
 	}) - 1
-	if i < 0 || !l.load(i) {
+	if i < 0 || l.skipBack(i) || !l.load(i) {
 		return false
 	}
 	l.valid = l.backward(i, l.cur.SeekLT(key))
@@ -149,7 +172,7 @@ func (l *Level) SeekLT(key []byte) bool {
 // First implements Iterator.
 func (l *Level) First() bool {
 	l.err, l.valid = nil, false
-	if len(l.files) == 0 || !l.load(0) {
+	if len(l.files) == 0 || l.skipFwd(0) || !l.load(0) {
 		return false
 	}
 	l.valid = l.forward(0, l.cur.First())
@@ -160,7 +183,7 @@ func (l *Level) First() bool {
 func (l *Level) Last() bool {
 	l.err, l.valid = nil, false
 	n := len(l.files)
-	if n == 0 || !l.load(n-1) {
+	if n == 0 || l.skipBack(n-1) || !l.load(n-1) {
 		return false
 	}
 	l.valid = l.backward(n-1, l.cur.Last())

@@ -34,6 +34,17 @@ import (
 // no heap work; when the top loses, it swaps with the runner-up and sifts
 // down from there.
 //
+// Bounds (SetBounds) and spans (SetSpans): a bounded merge yields only
+// entries whose user keys are in [lower, upper), and a child known (by its
+// span) to hold no key of the range a positioning call can reach is not
+// positioned at all. A child that steps past the bound in the direction of
+// travel leaves the heap as if exhausted, so that the heap holds only the
+// children that still have entries in range: a bounded scan of a range
+// that one child holds runs over that child alone (no runner-up to
+// compare), whatever the other children hold around it. The choice is made
+// at each positioning call and each direction switch, from the bounds
+// then in force, so a cached merge serves iterators of different bounds.
+//
 // Next, Prev, Key and Value do not allocate.
 type Merging struct {
 	items []mergeItem
@@ -45,11 +56,24 @@ type Merging struct {
 	second int
 	// cmp orders the keys (never nil after Init).
 	cmp *base.Comparer
+	// lower and upper bound the user keys yielded (nil: none; an empty,
+	// non-nil upper yields nothing).
+	lower, upper []byte
+}
+
+// Span is the user-key range [Smallest, Largest] (both inclusive) outside
+// of which a child holds no entry. A child without a span (Smallest and
+// Largest nil) may hold any key.
+type Span struct {
+	Smallest, Largest []byte
 }
 
 type mergeItem struct {
 	iter Iterator
 	key  base.InternalKey
+	span Span
+	// hasSpan: span is known.
+	hasSpan bool
 }
 
 var _ Iterator = (*Merging)(nil)
@@ -78,6 +102,75 @@ func (m *Merging) Init(cmp *base.Comparer, iters ...Iterator) {
 	m.dir = 0
 	m.err = nil
 	m.second = 0
+	m.lower, m.upper = nil, nil
+	for i := range m.items {
+		// Children reused from an earlier merge drop its bounds.
+		if b, ok := m.items[i].iter.(boundsSetter); ok {
+			b.SetBounds(nil, nil)
+		}
+	}
+}
+
+// SetSpans records each child's span (spans[i] for child i; a zero Span is
+// unknown). It must follow Init; the spans stay until the next Init.
+func (m *Merging) SetSpans(spans []Span) {
+	for i := range m.items {
+		sp := spans[i]
+		m.items[i].span, m.items[i].hasSpan = sp, sp.Smallest != nil || sp.Largest != nil
+	}
+}
+
+// boundsSetter is a child that can use the merge's bounds to avoid work
+// outside them (a Level does not open files outside them).
+type boundsSetter interface {
+	SetBounds(lower, upper []byte)
+}
+
+// SetBounds restricts m to the user keys in [lower, upper): nil is no
+// bound, an empty non-nil upper bound is before every key. The slices are
+// kept, not copied: the caller leaves them unchanged while they are in
+// force. Children that implement SetBounds get them too. m is then
+// unpositioned: a Seek, First or Last must follow.
+//
+// With a lower bound, First is SeekGE(lower) and a SeekGE below it seeks
+// it; with an upper bound, Last is SeekLT(upper) and a SeekLT past it
+// seeks it. Exhaustion in a direction then means no entry in range.
+func (m *Merging) SetBounds(lower, upper []byte) {
+	m.lower, m.upper = lower, upper
+	m.heap = m.heap[:0]
+	m.second = 0
+	for i := range m.items {
+		if b, ok := m.items[i].iter.(boundsSetter); ok {
+			b.SetBounds(lower, upper)
+		}
+	}
+}
+
+// outside reports whether child i's span misses every user key k with
+// lo <= k < hi (hiIncl: k <= hi); a nil lo or hi is unbounded.
+func (m *Merging) outside(i int, lo, hi []byte, hiIncl bool) bool {
+	it := &m.items[i]
+	if !it.hasSpan {
+		return false
+	}
+	if lo != nil && it.span.Largest != nil && m.cmp.CompareUser(it.span.Largest, lo) < 0 {
+		return true
+	}
+	if hi != nil && it.span.Smallest != nil {
+		c := m.cmp.CompareUser(it.span.Smallest, hi)
+		return c > 0 || (c == 0 && !hiIncl)
+	}
+	return false
+}
+
+// pastUpper reports whether k is at or past the upper bound.
+func (m *Merging) pastUpper(k []byte) bool {
+	return m.upper != nil && m.cmp.CompareUser(k, m.upper) >= 0
+}
+
+// belowLower reports whether k is before the lower bound.
+func (m *Merging) belowLower(k []byte) bool {
+	return m.lower != nil && m.cmp.CompareUser(k, m.lower) < 0
 }
 
 // less orders two heap entries for the current direction.
@@ -120,9 +213,15 @@ func (m *Merging) initHeap() {
 
 // add records the outcome of a positioning call on child i: it joins the
 // heap if valid, and its error, if any, is kept.
-func (m *Merging) add(i int, valid bool) {
+// A child resting outside the bounds (past upper when dir > 0, before
+// lower when dir < 0) stays out of the heap.
+func (m *Merging) add(i int, valid bool, dir int) {
 	if valid {
-		m.items[i].key = m.items[i].iter.Key()
+		k := m.items[i].iter.Key()
+		if (dir > 0 && m.pastUpper(k.UserKey)) || (dir < 0 && m.belowLower(k.UserKey)) {
+			return
+		}
+		m.items[i].key = k
 		m.heap = append(m.heap, i)
 	} else if err := m.items[i].iter.Error(); err != nil && m.err == nil {
 		m.err = err
@@ -149,38 +248,68 @@ func (m *Merging) reset() {
 	m.err = nil
 }
 
-// SeekGE implements Iterator.
+// SeekGE implements Iterator (within the bounds: see SetBounds).
 func (m *Merging) SeekGE(key []byte) bool {
 	m.reset()
+	if m.belowLower(key) {
+		key = m.lower
+	}
+	if m.pastUpper(key) {
+		return m.finish(+1)
+	}
 	for i := range m.items {
-		m.add(i, m.items[i].iter.SeekGE(key))
+		if m.outside(i, key, m.upper, false) {
+			continue
+		}
+		m.add(i, m.items[i].iter.SeekGE(key), +1)
 	}
 	return m.finish(+1)
 }
 
-// SeekLT implements Iterator.
+// SeekLT implements Iterator (within the bounds: see SetBounds).
 func (m *Merging) SeekLT(key []byte) bool {
 	m.reset()
+	if m.upper != nil && m.cmp.CompareUser(key, m.upper) > 0 {
+		key = m.upper
+	}
+	if m.lower != nil && m.cmp.CompareUser(key, m.lower) <= 0 {
+		return m.finish(-1)
+	}
 	for i := range m.items {
-		m.add(i, m.items[i].iter.SeekLT(key))
+		if m.outside(i, m.lower, key, false) {
+			continue
+		}
+		m.add(i, m.items[i].iter.SeekLT(key), -1)
 	}
 	return m.finish(-1)
 }
 
-// First implements Iterator.
+// First implements Iterator: with a lower bound, SeekGE(lower).
 func (m *Merging) First() bool {
+	if m.lower != nil {
+		return m.SeekGE(m.lower)
+	}
 	m.reset()
 	for i := range m.items {
-		m.add(i, m.items[i].iter.First())
+		if m.outside(i, nil, m.upper, false) {
+			continue
+		}
+		m.add(i, m.items[i].iter.First(), +1)
 	}
 	return m.finish(+1)
 }
 
-// Last implements Iterator.
+// Last implements Iterator: with an upper bound, SeekLT(upper).
 func (m *Merging) Last() bool {
+	if m.upper != nil {
+		return m.SeekLT(m.upper)
+	}
 	m.reset()
 	for i := range m.items {
-		m.add(i, m.items[i].iter.Last())
+		if m.outside(i, m.lower, nil, false) {
+			continue
+		}
+		m.add(i, m.items[i].iter.Last(), -1)
 	}
 	return m.finish(-1)
 }
@@ -197,7 +326,12 @@ func (m *Merging) step() bool {
 		valid = it.Prev()
 	}
 	if valid {
-		m.items[cur].key = it.Key()
+		k := it.Key()
+		if (m.dir > 0 && m.pastUpper(k.UserKey)) || (m.dir < 0 && m.belowLower(k.UserKey)) {
+			// Out of range: the child has nothing more for this walk.
+			return m.pop()
+		}
+		m.items[cur].key = k
 		h := m.heap
 		if len(h) == 1 {
 			return true
@@ -232,6 +366,11 @@ func (m *Merging) step() bool {
 		m.heap = m.heap[:0]
 		return false
 	}
+	return m.pop()
+}
+
+// pop removes the exhausted top child from the heap.
+func (m *Merging) pop() bool {
 	last := len(m.heap) - 1
 	m.heap[0] = m.heap[last]
 	m.heap = m.heap[:last]
@@ -276,7 +415,7 @@ func (m *Merging) switchToForward() bool {
 	k := m.items[cur].key // owned by child cur, which does not move here
 	m.heap = m.heap[:0]
 	for i := range m.items {
-		if i == cur {
+		if i == cur || m.outside(i, k.UserKey, m.upper, false) {
 			continue
 		}
 		it := m.items[i].iter
@@ -284,9 +423,9 @@ func (m *Merging) switchToForward() bool {
 		for valid && m.before(it.Key(), i, k, cur) {
 			valid = it.Next()
 		}
-		m.add(i, valid)
+		m.add(i, valid, +1)
 	}
-	m.add(cur, m.items[cur].iter.Next())
+	m.add(cur, m.items[cur].iter.Next(), +1)
 	return m.finish(+1)
 }
 
@@ -297,12 +436,15 @@ func (m *Merging) switchToBackward() bool {
 	k := m.items[cur].key
 	m.heap = m.heap[:0]
 	for i := range m.items {
-		if i == cur {
+		if i == cur || m.outside(i, m.lower, k.UserKey, true) {
 			continue
 		}
 		// Walk forward from the first version of K's user key to the first
 		// entry at or after the current position, then step back one. If the
-		// walk runs off the end, the child's last entry is the one.
+		// walk runs off the end, the child's last entry is the one; under
+		// an upper bound, its last entry before the bound (a child given
+		// the bounds, a Level, stops at them, and whatever lies past them
+		// is not the merge's).
 		it := m.items[i].iter
 		valid := it.SeekGE(k.UserKey)
 		for valid && m.before(it.Key(), i, k, cur) {
@@ -311,11 +453,15 @@ func (m *Merging) switchToBackward() bool {
 		if valid {
 			valid = it.Prev()
 		} else if it.Error() == nil {
-			valid = it.Last()
+			if m.upper != nil {
+				valid = it.SeekLT(m.upper)
+			} else {
+				valid = it.Last()
+			}
 		}
-		m.add(i, valid)
+		m.add(i, valid, -1)
 	}
-	m.add(cur, m.items[cur].iter.Prev())
+	m.add(cur, m.items[cur].iter.Prev(), -1)
 	return m.finish(-1)
 }
 
