@@ -34,7 +34,8 @@ func (c *flushCapture) WriteFramed(p []byte, hdrs []int) (int, error) {
 
 // TestMappedFile_KilledMidFlushLeavesACleanOrTornEnd: for every point at
 // which a process could be killed while a flush is copied into the mapping
-// (each copy and header store of writeFramed), the log holds every record
+// (each copy and header store of writeFramed, and each page of the
+// pwrite of a large flush), the log holds every record
 // of the earlier flushes and then ends cleanly or in a torn tail, which
 // recovery drops; never a fragment that fails its checksum, which the
 // default recovery mode refuses. The flushes cross a block and the mapped
@@ -73,6 +74,9 @@ func TestMappedFile_KilledMidFlushLeavesACleanOrTornEnd(t *testing.T) {
 	}
 	require.NoError(t, w.Flush())
 	require.Greater(t, w.Size(), int64(mapWindow), "the flushes must cross the window")
+	// The large flush goes in by pwrite, the small one by copying.
+	require.GreaterOrEqual(t, len(c.flushes[len(c.flushes)-2].p), pwriteMin)
+	require.Less(t, len(c.flushes[len(c.flushes)-1].p), pwriteMin)
 
 	dir := t.TempDir()
 	for fl := len(c.flushes) - 2; fl < len(c.flushes); fl++ {
@@ -89,8 +93,10 @@ func TestMappedFile_KilledMidFlushLeavesACleanOrTornEnd(t *testing.T) {
 				_, err := m.WriteFramed(e.p, e.hdrs)
 				require.NoError(t, err)
 			}
+			before := bytes.Clone(c.flushes[fl].p)
 			n, err := m.writeFramed(c.flushes[fl].p, c.flushes[fl].hdrs, steps)
 			require.NoError(t, err)
+			require.True(t, bytes.Equal(before, c.flushes[fl].p), "the flush's buffer is given back as it came")
 			done := n == len(c.flushes[fl].p)
 			// The image a kill leaves: the mapped bytes, reserved zeroes
 			// included (no Close, which would trim them).

@@ -122,6 +122,8 @@ type mappedFile struct {
 	retired   [][]byte
 	// readOff is Read's position.
 	readOff int64
+	// hdrSave keeps the headers pwriteBlanked blanks (reused).
+	hdrSave [][headerSize]byte
 	// err is the file's first error, set once (see setErr). A write that
 	// cannot reserve or map sets it under the writer's lock, and Sync,
 	// called outside that lock, reads and sets it: hence atomic (one load
@@ -272,7 +274,9 @@ func fallocate(fd int, off, n int64) error {
 // tail, never a fragment whose checksum fails. Spans and reservations
 // end on 32 KiB block boundaries, so no fragment crosses either. This file's build
 // is limited to 64-bit platforms whose unaligned 8-byte stores are one
-// instruction.
+// instruction. A flush of pwriteMin bytes or more is not copied: its bytes
+// go in by pwrite(2) with the headers blanked (pwriteBlanked), and its
+// headers are then stored through the mapping in the same way.
 func (m *mappedFile) WriteFramed(p []byte, headers []int) (int, error) {
 	return m.writeFramed(p, headers, -1)
 }
@@ -314,20 +318,36 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 				end = written + int(m.reserved.Load()-m.size)
 			}
 		}
-		// The bytes between headers first...
 		first := h
-		from := written
-		for ; h < len(headers) && headers[h] < end; h++ {
+		if len(p) >= pwriteMin {
+			// A large flush goes in by pwrite(2), with its headers
+			// blanked; then the headers are stored through the
+			// mapping, as below.
+			for h < len(headers) && headers[h] < end {
+				h++
+			}
+			if err := m.pwriteBlanked(p[written:end], headers[first:h], written, steps >= 0, step); err != nil {
+				if err == errKilled {
+					return written, nil
+				}
+				m.setErr(err)
+				return written, err
+			}
+		} else {
+			// The bytes between headers first...
+			from := written
+			for ; h < len(headers) && headers[h] < end; h++ {
+				if !step() {
+					return written, nil
+				}
+				copy(m.win[base+from-written:], p[from:headers[h]])
+				from = headers[h] + headerSize
+			}
 			if !step() {
 				return written, nil
 			}
-			copy(m.win[base+from-written:], p[from:headers[h]])
-			from = headers[h] + headerSize
+			copy(m.win[base+from-written:], p[from:end])
 		}
-		if !step() {
-			return written, nil
-		}
-		copy(m.win[base+from-written:], p[from:end])
 		// ...then the headers, in order, each in one store.
 		for k := first; k < h; k++ {
 			if !step() {
@@ -344,6 +364,70 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 	}
 	m.maybeKick()
 	return written, nil
+}
+
+// pwriteMin is the smallest flush written with pwrite(2) rather than
+// copied into the mapping. A store to a page of the mapping that the helper
+// has not mapped in yet takes a fault, and a large flush reaches such pages
+// more often than the helper's population keeps up on a busy machine;
+// pwrite copies into the page cache without faulting, at the price of a
+// system call, which small flushes (most group commits of small records)
+// would pay for nothing.
+const pwriteMin = 12 << 10
+
+// errKilled is pwriteBlanked's answer when a test's step budget ran out
+// (the image of a process killed there is taken).
+var errKilled = errors.New("vfs: killed (test)")
+
+// pwriteBlanked writes chunk, the bytes of a flush from its offset written
+// on, at the end of the file with every fragment header in it (hdrs, offsets
+// in the flush) zero, for storeHeader to fill in after. A process killed
+// during the write (the kernel stops a write between pages when a fatal
+// signal is pending, so any page-granular prefix may land) then leaves
+// payload behind a zero header, which ends the log cleanly, never a header
+// whose payload is missing. The headers are blanked in chunk itself and put
+// back before it returns: the caller's buffer is unchanged afterwards.
+// step is writeFramed's: one step per page when a test counts them.
+func (m *mappedFile) pwriteBlanked(chunk []byte, hdrs []int, written int, paged bool, step func() bool) error {
+	m.hdrSave = m.hdrSave[:0]
+	for _, h := range hdrs {
+		at := h - written
+		var saved [headerSize]byte
+		copy(saved[:], chunk[at:at+headerSize])
+		m.hdrSave = append(m.hdrSave, saved)
+		copy(chunk[at:at+headerSize], zeroHeader[:])
+	}
+	err := m.pwriteAll(chunk, m.size, paged, step)
+	for k, h := range hdrs {
+		at := h - written
+		copy(chunk[at:at+headerSize], m.hdrSave[k][:])
+	}
+	return err
+}
+
+var zeroHeader [headerSize]byte
+
+// pwriteAll writes b at off with as many pwrite(2) calls as it takes. When
+// paged (a test counting steps), it writes a page at a time, a step each.
+func (m *mappedFile) pwriteAll(b []byte, off int64, paged bool, step func() bool) error {
+	for len(b) > 0 {
+		n := len(b)
+		if paged {
+			n = min(n, int(pageSize-off%pageSize))
+			if !step() {
+				return errKilled
+			}
+		}
+		w, err := unix.Pwrite(m.fd, b[:n], off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "pwrite", Path: m.f.Name(), Err: err}
+		}
+		b, off = b[w:], off+int64(w)
+	}
+	return nil
 }
 
 // storeHeader writes a fragment header at win[off] with one unaligned
