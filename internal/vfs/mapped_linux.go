@@ -114,6 +114,9 @@ type mappedFile struct {
 	helperDone chan struct{}
 	pos        atomic.Int64
 	kicked     int64
+	// pwriting: the write of the last kick went in by pwrite, so the
+	// helper maps nothing in ahead of it.
+	pwriting atomic.Bool
 	// mu guards helperWin, helperOff and retired: the span the helper
 	// advises and the spans it is to unmap.
 	mu        sync.Mutex
@@ -186,13 +189,14 @@ func (m *mappedFile) nextSpan() error {
 // maybeKick wakes the helper at the first write and whenever the write
 // position entered a new half step since the last kick. A log never
 // written (a database opened to be read) starts no helper.
-func (m *mappedFile) maybeKick() {
+func (m *mappedFile) maybeKick(pwritten bool) {
 	h := m.size / (mapStep / 2)
 	if h == m.kicked && m.kick != nil {
 		return
 	}
 	m.kicked = h
 	m.pos.Store(m.size)
+	m.pwriting.Store(pwritten)
 	if m.kick == nil {
 		m.kick = make(chan struct{}, 1)
 		m.helperDone = make(chan struct{})
@@ -240,7 +244,9 @@ func (m *mappedFile) help() {
 		}
 		end := off + int64(len(win))
 		populated = max(populated, pos-pos%pageSize, off)
-		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated {
+		// Pages that pwrite fills need no mapping in: populate only
+		// for a writer that copies.
+		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated && !m.pwriting.Load() {
 			_ = unix.Madvise(win[populated-off:to-off], unix.MADV_POPULATE_READ)
 			populated = to
 		}
@@ -319,10 +325,10 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 			}
 		}
 		first := h
-		if len(p) >= pwriteMin {
+		pwritten := len(p) >= pwriteMin
+		if pwritten {
 			// A large flush goes in by pwrite(2), with its headers
-			// blanked; then the headers are stored through the
-			// mapping, as below.
+			// blanked; then the headers, as below.
 			for h < len(headers) && headers[h] < end {
 				h++
 			}
@@ -348,10 +354,25 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 			}
 			copy(m.win[base+from-written:], p[from:end])
 		}
-		// ...then the headers, in order, each in one store.
+		// ...then the headers, in order, each in one store, or after a
+		// pwrite, in one pwrite where it lies within a page: the kernel
+		// copies a page's part of a write whole or not at all (a pending
+		// SIGKILL stops a write only between pages), and the page is in
+		// the page cache already, where a store through the mapping
+		// would fault to map it in.
 		for k := first; k < h; k++ {
 			if !step() {
 				return written, nil
+			}
+			if off := m.size + int64(headers[k]-written); pwritten && pageSize-off%pageSize >= headerSize {
+				if err := m.pwriteAll(p[headers[k]:headers[k]+headerSize], off, steps >= 0, step); err != nil {
+					if err == errKilled {
+						return written, nil
+					}
+					m.setErr(err)
+					return written, err
+				}
+				continue
 			}
 			m.storeHeader(base+headers[k]-written, p[headers[k]:min(len(p), headers[k]+headerSize+1)])
 		}
@@ -362,7 +383,7 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 			return written, rerr
 		}
 	}
-	m.maybeKick()
+	m.maybeKick(len(p) >= pwriteMin)
 	return written, nil
 }
 
