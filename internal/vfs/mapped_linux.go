@@ -85,8 +85,10 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 // for it was the longest stall of a write (tens of milliseconds).
 //
 // Invariants: win maps the file's bytes [winOff, winOff+spanSize); winOff
-// <= size <= winOff+spanSize, size <= reserved, and bytes [0, size) hold
-// what Write was given. The writer never stores at or past reserved (the
+// <= size <= winOff+spanSize, and bytes [0, size) hold what Write was
+// given; size <= reserved unless the last writes went in by pwrite (which
+// allocates what it writes). The writer never stores at or past reserved
+// into a page no pwrite wrote (the
 // file ends there: a store past it would be a SIGBUS). After an error every
 // later Write and Sync returns it: what the file holds past size is
 // unknown. Write, WriteFramed, Stat, ReadAt, Read and Close run one at a
@@ -234,19 +236,20 @@ func (m *mappedFile) help() {
 			}
 		}
 		pos := m.pos.Load()
+		// A writer that pwrites needs neither reserved space nor pages
+		// mapped in ahead of it.
+		pwriting := m.pwriting.Load()
 		// A step at a time: a writer that needs the space waits for
 		// one step's fallocate at most, and the reserved end it reads
 		// moves up as each step is done.
-		for r := m.reserved.Load(); r < pos-pos%mapStep+reserveAhead; r = m.reserved.Load() {
+		for r := m.reserved.Load(); r < pos-pos%mapStep+reserveAhead && !pwriting; r = m.reserved.Load() {
 			if m.reserve(r-r%mapStep+mapStep) != nil {
 				break
 			}
 		}
 		end := off + int64(len(win))
 		populated = max(populated, pos-pos%pageSize, off)
-		// Pages that pwrite fills need no mapping in: populate only
-		// for a writer that copies.
-		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated && !m.pwriting.Load() {
+		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated && !pwriting {
 			_ = unix.Madvise(win[populated-off:to-off], unix.MADV_POPULATE_READ)
 			populated = to
 		}
@@ -317,15 +320,18 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 		end := min(len(p), written+int(m.spanSize)-base)
 		// The helper keeps the space reserved ahead; when it is behind,
 		// the writer reserves what it needs itself. When that fails (a
-		// full disk), what fits below the reserved end is written.
+		// full disk), what fits below the reserved end is written. A
+		// pwrite needs no reservation: it allocates what it writes, or
+		// fails with ENOSPC, and the headers stored through the mapping
+		// after it land on pages it wrote.
+		pwritten := len(p) >= pwriteMin
 		var rerr error
-		if need := m.size + int64(end-written); need > m.reserved.Load() {
+		if need := m.size + int64(end-written); need > m.reserved.Load() && !pwritten {
 			if rerr = m.reserve(need + (mapStep-need%mapStep)%mapStep); rerr != nil {
 				end = written + int(m.reserved.Load()-m.size)
 			}
 		}
 		first := h
-		pwritten := len(p) >= pwriteMin
 		if pwritten {
 			// A large flush goes in by pwrite(2), with its headers
 			// blanked; then the headers, as below.
