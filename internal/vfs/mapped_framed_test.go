@@ -174,3 +174,32 @@ func countAfter(flushOf []int, fl int) int {
 	}
 	return n
 }
+
+// TestMappedFile_WriteFramedDoesNotAllocate: a flush allocates nothing once
+// the file is warm, copied (small) or written by pwrite (large, several
+// headers).
+func TestMappedFile_WriteFramedDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	for _, n := range []int{100, 16 << 10, 70000} {
+		m, _ := mappedOrSkip(t)
+		var c flushCapture
+		w := record.NewWriter(&c, 1)
+		_, err := w.WriteRecord(make([]byte, n))
+		require.NoError(t, err)
+		require.NoError(t, w.Flush())
+		f := c.flushes[0]
+		for i := 0; i < 10; i++ {
+			_, err := m.WriteFramed(f.p, f.hdrs) // warm: the helper starts, hdrSave grows
+			require.NoError(t, err)
+		}
+		allocs := testing.AllocsPerRun(50, func() {
+			if _, err := m.WriteFramed(f.p, f.hdrs); err != nil {
+				panic(err)
+			}
+		})
+		require.Zero(t, allocs, "%d-byte record", n)
+		require.NoError(t, m.Close())
+	}
+}
