@@ -284,8 +284,9 @@ func fallocate(fd int, off, n int64) error {
 // end on 32 KiB block boundaries, so no fragment crosses either. This file's build
 // is limited to 64-bit platforms whose unaligned 8-byte stores are one
 // instruction. A flush of pwriteMin bytes or more is not copied: its bytes
-// go in by pwrite(2) with the headers blanked (pwriteBlanked), and its
-// headers are then stored through the mapping in the same way.
+// go in by pwrite(2) with the headers blanked (pwriteBlanked), and then
+// each header with a pwrite of its own where it lies within a page, or with
+// the store above where it crosses one.
 func (m *mappedFile) WriteFramed(p []byte, headers []int) (int, error) {
 	return m.writeFramed(p, headers, -1)
 }
@@ -408,7 +409,7 @@ var errKilled = errors.New("vfs: killed (test)")
 
 // pwriteBlanked writes chunk, the bytes of a flush from its offset written
 // on, at the end of the file with every fragment header in it (hdrs, offsets
-// in the flush) zero, for storeHeader to fill in after. A process killed
+// in the flush) zero, for writeFramed to write after. A process killed
 // during the write (the kernel stops a write between pages when a fatal
 // signal is pending, so any page-granular prefix may land) then leaves
 // payload behind a zero header, which ends the log cleanly, never a header
@@ -448,6 +449,9 @@ func (m *mappedFile) pwriteAll(b []byte, off int64, paged bool, step func() bool
 		w, err := unix.Pwrite(m.fd, b[:n], off)
 		if err == unix.EINTR {
 			continue
+		}
+		if err == nil && w == 0 {
+			err = io.ErrShortWrite // no progress: do not spin
 		}
 		if err != nil {
 			return &os.PathError{Op: "pwrite", Path: m.f.Name(), Err: err}
