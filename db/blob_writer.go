@@ -65,14 +65,21 @@ func (w *blobWriter) add(ukey, value []byte) ([]byte, uint64, error) {
 		}
 		stored = w.cbuf
 	}
-	w.rec = blob.AppendRecord(w.rec[:0], ukey, stored, 0)
+	// The head (header and key) and the value go to the file's buffer
+	// apart: the value is copied once, from where it lies, not first into
+	// a record of its own.
+	w.rec = blob.AppendRecordHead(w.rec[:0], ukey, stored, 0)
 	if _, err := w.f.Write(w.rec); err != nil {
 		return nil, 0, errors.Wrapf(err, "strata: writing blob file %s", w.name)
 	}
-	valueOff := w.off + blob.RecordOverhead(len(ukey))
-	w.off += uint64(len(w.rec))
+	if _, err := w.f.Write(stored); err != nil {
+		return nil, 0, errors.Wrapf(err, "strata: writing blob file %s", w.name)
+	}
+	valueOff := w.off + uint64(len(w.rec))
+	n := uint64(len(w.rec) + len(stored))
+	w.off += n
 	w.count++
-	w.bytes += uint64(len(w.rec))
+	w.bytes += n
 	w.idx = blob.AppendIndex(w.idx[:0], w.num, valueOff, uint64(len(stored)), byte(comp))
 	num := w.num
 	if w.off >= w.s.fileSize {

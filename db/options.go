@@ -301,7 +301,8 @@ type Options struct {
 	// WALWriteSyscalls makes the WAL take one write(2) per write instead
 	// of the default, copying each record into a shared memory
 	// mapping of the preallocated WAL file (RocksDB's allow_mmap_writes,
-	// for the WAL only). Both keep the promise that an acknowledged write
+	// for the WAL only; a write of 12 KiB or more goes in by pwrite, its
+	// headers after its payload, since a large copy would fault). Both keep the promise that an acknowledged write
 	// survives the process being killed: the mapped bytes are in the page
 	// cache once the copy is done. Sync writes fdatasync the file either
 	// way. The mapping is used only where the file system supports it

@@ -118,14 +118,21 @@ func DecodeFooter(file string, off int64, b []byte) (Footer, error) {
 // len(key) bytes after the record's start: that is the offset a BlobIndex
 // names.
 func AppendRecord(dst, key, value []byte, expiration uint64) []byte {
+	return append(AppendRecordHead(dst, key, value, expiration), value...)
+}
+
+// AppendRecordHead appends what AppendRecord does but the value: the record
+// header (whose checksum covers value) and the key. A writer that has the
+// value in hand writes it after, from where it lies, instead of copying it
+// into the record first.
+func AppendRecordHead(dst, key, value []byte, expiration uint64) []byte {
 	start := len(dst)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(key)))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(value)))
 	dst = binary.LittleEndian.AppendUint64(dst, expiration)
 	dst = binary.LittleEndian.AppendUint32(dst, checksum.MaskedCRC(dst[start:]))
 	dst = binary.LittleEndian.AppendUint32(dst, checksum.MaskedCRC(key, value))
-	dst = append(dst, key...)
-	return append(dst, value...)
+	return append(dst, key...)
 }
 
 // RecordOverhead is what a record adds to its value: the header and the key.

@@ -41,7 +41,9 @@ type Writer struct {
 // each HeaderSize bytes, in increasing order): the mapped WAL writes every
 // header after the bytes it frames, so that a process killed during the
 // copy leaves complete fragments followed by a zero header, never a
-// fragment whose checksum fails (vfs.MappedCreator).
+// fragment whose checksum fails (vfs.MappedCreator). WriteFramed may
+// change p while it runs (the mapped WAL blanks the headers of a flush it
+// pwrites) but gives it back unchanged.
 type FramedWriter interface {
 	WriteFramed(p []byte, headers []int) (int, error)
 }

@@ -34,7 +34,8 @@ func (c *flushCapture) WriteFramed(p []byte, hdrs []int) (int, error) {
 
 // TestMappedFile_KilledMidFlushLeavesACleanOrTornEnd: for every point at
 // which a process could be killed while a flush is copied into the mapping
-// (each copy and header store of writeFramed), the log holds every record
+// (each copy and header store of writeFramed, and each page of the
+// pwrite of a large flush), the log holds every record
 // of the earlier flushes and then ends cleanly or in a torn tail, which
 // recovery drops; never a fragment that fails its checksum, which the
 // default recovery mode refuses. The flushes cross a block and the mapped
@@ -73,9 +74,47 @@ func TestMappedFile_KilledMidFlushLeavesACleanOrTornEnd(t *testing.T) {
 	}
 	require.NoError(t, w.Flush())
 	require.Greater(t, w.Size(), int64(mapWindow), "the flushes must cross the window")
+	// The large flush goes in by pwrite, the small one by copying.
+	require.GreaterOrEqual(t, len(c.flushes[len(c.flushes)-2].p), pwriteMin)
+	require.Less(t, len(c.flushes[len(c.flushes)-1].p), pwriteMin)
 
+	killEveryStep(t, c.flushes, recs, flushOf, len(c.flushes)-2)
+}
+
+// TestMappedFile_KilledMidFlushHeaderAcrossPages: a flush written by
+// pwrite whose first header crosses a page boundary (the kernel may stop a
+// write between the two pages) leaves a clean or torn end wherever the
+// process is killed.
+func TestMappedFile_KilledMidFlushHeaderAcrossPages(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var c flushCapture
+	w := record.NewWriter(&c, 1)
+	var recs [][]byte
+	var flushOf []int
+	for _, n := range []int{2*4096 - 3 - record.HeaderSize, 20000, 13000} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.Uint32()) | 1
+		}
+		_, err := w.WriteRecord(p)
+		require.NoError(t, err)
+		recs = append(recs, p)
+		flushOf = append(flushOf, len(c.flushes))
+		require.NoError(t, w.Flush())
+	}
+	// The second flush's header starts 3 bytes before a page's end.
+	require.Equal(t, 2*4096-3, len(c.flushes[0].p))
+	require.GreaterOrEqual(t, len(c.flushes[1].p), pwriteMin)
+	killEveryStep(t, c.flushes, recs, flushOf, 1)
+}
+
+// killEveryStep writes flushes[:fl] to a new mapped log, then flush fl
+// stopped after each step in turn, for each fl from from on, and checks
+// that the image a kill there leaves reads back as every record of the
+// earlier flushes and then a clean or torn end.
+func killEveryStep(t *testing.T, flushes []capturedFlush, recs [][]byte, flushOf []int, from int) {
 	dir := t.TempDir()
-	for fl := len(c.flushes) - 2; fl < len(c.flushes); fl++ {
+	for fl := from; fl < len(flushes); fl++ {
 		for steps := 0; ; steps++ {
 			name := filepath.Join(dir, "000001.log")
 			f, err := Default.(MappedCreator).CreateMapped(name)
@@ -85,13 +124,15 @@ func TestMappedFile_KilledMidFlushLeavesACleanOrTornEnd(t *testing.T) {
 				require.NoError(t, f.Close())
 				t.Skip("the temporary directory's file system has no fallocate")
 			}
-			for _, e := range c.flushes[:fl] {
+			for _, e := range flushes[:fl] {
 				_, err := m.WriteFramed(e.p, e.hdrs)
 				require.NoError(t, err)
 			}
-			n, err := m.writeFramed(c.flushes[fl].p, c.flushes[fl].hdrs, steps)
+			before := bytes.Clone(flushes[fl].p)
+			n, err := m.writeFramed(flushes[fl].p, flushes[fl].hdrs, steps)
 			require.NoError(t, err)
-			done := n == len(c.flushes[fl].p)
+			require.True(t, bytes.Equal(before, flushes[fl].p), "the flush's buffer is given back as it came")
+			done := n == len(flushes[fl].p)
 			// The image a kill leaves: the mapped bytes, reserved zeroes
 			// included (no Close, which would trim them).
 			img, err := os.ReadFile(name)
@@ -132,4 +173,33 @@ func countAfter(flushOf []int, fl int) int {
 		}
 	}
 	return n
+}
+
+// TestMappedFile_WriteFramedDoesNotAllocate: a flush allocates nothing once
+// the file is warm, copied (small) or written by pwrite (large, several
+// headers).
+func TestMappedFile_WriteFramedDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	for _, n := range []int{100, 16 << 10, 70000} {
+		m, _ := mappedOrSkip(t)
+		var c flushCapture
+		w := record.NewWriter(&c, 1)
+		_, err := w.WriteRecord(make([]byte, n))
+		require.NoError(t, err)
+		require.NoError(t, w.Flush())
+		f := c.flushes[0]
+		for i := 0; i < 10; i++ {
+			_, err := m.WriteFramed(f.p, f.hdrs) // warm: the helper starts, hdrSave grows
+			require.NoError(t, err)
+		}
+		allocs := testing.AllocsPerRun(50, func() {
+			if _, err := m.WriteFramed(f.p, f.hdrs); err != nil {
+				panic(err)
+			}
+		})
+		require.Zero(t, allocs, "%d-byte record", n)
+		require.NoError(t, m.Close())
+	}
 }

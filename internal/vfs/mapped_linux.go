@@ -85,8 +85,10 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 // for it was the longest stall of a write (tens of milliseconds).
 //
 // Invariants: win maps the file's bytes [winOff, winOff+spanSize); winOff
-// <= size <= winOff+spanSize, size <= reserved, and bytes [0, size) hold
-// what Write was given. The writer never stores at or past reserved (the
+// <= size <= winOff+spanSize, and bytes [0, size) hold what Write was
+// given; size <= reserved unless the last writes went in by pwrite (which
+// allocates what it writes). The writer never stores at or past reserved
+// into a page no pwrite wrote (the
 // file ends there: a store past it would be a SIGBUS). After an error every
 // later Write and Sync returns it: what the file holds past size is
 // unknown. Write, WriteFramed, Stat, ReadAt, Read and Close run one at a
@@ -114,6 +116,9 @@ type mappedFile struct {
 	helperDone chan struct{}
 	pos        atomic.Int64
 	kicked     int64
+	// pwriting: the write of the last kick went in by pwrite, so the
+	// helper maps nothing in ahead of it.
+	pwriting atomic.Bool
 	// mu guards helperWin, helperOff and retired: the span the helper
 	// advises and the spans it is to unmap.
 	mu        sync.Mutex
@@ -122,6 +127,8 @@ type mappedFile struct {
 	retired   [][]byte
 	// readOff is Read's position.
 	readOff int64
+	// hdrSave keeps the headers pwriteBlanked blanks (reused).
+	hdrSave [][headerSize]byte
 	// err is the file's first error, set once (see setErr). A write that
 	// cannot reserve or map sets it under the writer's lock, and Sync,
 	// called outside that lock, reads and sets it: hence atomic (one load
@@ -184,13 +191,14 @@ func (m *mappedFile) nextSpan() error {
 // maybeKick wakes the helper at the first write and whenever the write
 // position entered a new half step since the last kick. A log never
 // written (a database opened to be read) starts no helper.
-func (m *mappedFile) maybeKick() {
+func (m *mappedFile) maybeKick(pwritten bool) {
 	h := m.size / (mapStep / 2)
 	if h == m.kicked && m.kick != nil {
 		return
 	}
 	m.kicked = h
 	m.pos.Store(m.size)
+	m.pwriting.Store(pwritten)
 	if m.kick == nil {
 		m.kick = make(chan struct{}, 1)
 		m.helperDone = make(chan struct{})
@@ -228,17 +236,20 @@ func (m *mappedFile) help() {
 			}
 		}
 		pos := m.pos.Load()
+		// A writer that pwrites needs neither reserved space nor pages
+		// mapped in ahead of it.
+		pwriting := m.pwriting.Load()
 		// A step at a time: a writer that needs the space waits for
 		// one step's fallocate at most, and the reserved end it reads
 		// moves up as each step is done.
-		for r := m.reserved.Load(); r < pos-pos%mapStep+reserveAhead; r = m.reserved.Load() {
+		for r := m.reserved.Load(); r < pos-pos%mapStep+reserveAhead && !pwriting; r = m.reserved.Load() {
 			if m.reserve(r-r%mapStep+mapStep) != nil {
 				break
 			}
 		}
 		end := off + int64(len(win))
 		populated = max(populated, pos-pos%pageSize, off)
-		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated {
+		if to := min(pos+populateAhead, m.reserved.Load(), end); to > populated && !pwriting {
 			_ = unix.Madvise(win[populated-off:to-off], unix.MADV_POPULATE_READ)
 			populated = to
 		}
@@ -272,7 +283,10 @@ func fallocate(fd int, off, n int64) error {
 // tail, never a fragment whose checksum fails. Spans and reservations
 // end on 32 KiB block boundaries, so no fragment crosses either. This file's build
 // is limited to 64-bit platforms whose unaligned 8-byte stores are one
-// instruction.
+// instruction. A flush of pwriteMin bytes or more is not copied: its bytes
+// go in by pwrite(2) with the headers blanked (pwriteBlanked), and then
+// each header with a pwrite of its own where it lies within a page, or with
+// the store above where it crosses one.
 func (m *mappedFile) WriteFramed(p []byte, headers []int) (int, error) {
 	return m.writeFramed(p, headers, -1)
 }
@@ -307,31 +321,65 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 		end := min(len(p), written+int(m.spanSize)-base)
 		// The helper keeps the space reserved ahead; when it is behind,
 		// the writer reserves what it needs itself. When that fails (a
-		// full disk), what fits below the reserved end is written.
+		// full disk), what fits below the reserved end is written. A
+		// pwrite needs no reservation: it allocates what it writes, or
+		// fails with ENOSPC, and the headers stored through the mapping
+		// after it land on pages it wrote.
+		pwritten := len(p) >= pwriteMin
 		var rerr error
-		if need := m.size + int64(end-written); need > m.reserved.Load() {
+		if need := m.size + int64(end-written); need > m.reserved.Load() && !pwritten {
 			if rerr = m.reserve(need + (mapStep-need%mapStep)%mapStep); rerr != nil {
 				end = written + int(m.reserved.Load()-m.size)
 			}
 		}
-		// The bytes between headers first...
 		first := h
-		from := written
-		for ; h < len(headers) && headers[h] < end; h++ {
+		if pwritten {
+			// A large flush goes in by pwrite(2), with its headers
+			// blanked; then the headers, as below.
+			for h < len(headers) && headers[h] < end {
+				h++
+			}
+			if err := m.pwriteBlanked(p[written:end], headers[first:h], written, steps >= 0, step); err != nil {
+				if err == errKilled {
+					return written, nil
+				}
+				m.setErr(err)
+				return written, err
+			}
+		} else {
+			// The bytes between headers first...
+			from := written
+			for ; h < len(headers) && headers[h] < end; h++ {
+				if !step() {
+					return written, nil
+				}
+				copy(m.win[base+from-written:], p[from:headers[h]])
+				from = headers[h] + headerSize
+			}
 			if !step() {
 				return written, nil
 			}
-			copy(m.win[base+from-written:], p[from:headers[h]])
-			from = headers[h] + headerSize
+			copy(m.win[base+from-written:], p[from:end])
 		}
-		if !step() {
-			return written, nil
-		}
-		copy(m.win[base+from-written:], p[from:end])
-		// ...then the headers, in order, each in one store.
+		// ...then the headers, in order, each in one store, or after a
+		// pwrite, in one pwrite where it lies within a page: the kernel
+		// copies a page's part of a write whole or not at all (a pending
+		// SIGKILL stops a write only between pages), and the page is in
+		// the page cache already, where a store through the mapping
+		// would fault to map it in.
 		for k := first; k < h; k++ {
 			if !step() {
 				return written, nil
+			}
+			if off := m.size + int64(headers[k]-written); pwritten && pageSize-off%pageSize >= headerSize {
+				if err := m.pwriteAll(p[headers[k]:headers[k]+headerSize], off, steps >= 0, step); err != nil {
+					if err == errKilled {
+						return written, nil
+					}
+					m.setErr(err)
+					return written, err
+				}
+				continue
 			}
 			m.storeHeader(base+headers[k]-written, p[headers[k]:min(len(p), headers[k]+headerSize+1)])
 		}
@@ -342,8 +390,75 @@ func (m *mappedFile) writeFramed(p []byte, headers []int, steps int) (int, error
 			return written, rerr
 		}
 	}
-	m.maybeKick()
+	m.maybeKick(len(p) >= pwriteMin)
 	return written, nil
+}
+
+// pwriteMin is the smallest flush written with pwrite(2) rather than
+// copied into the mapping. A store to a page of the mapping that the helper
+// has not mapped in yet takes a fault, and a large flush reaches such pages
+// more often than the helper's population keeps up on a busy machine;
+// pwrite copies into the page cache without faulting, at the price of a
+// system call, which small flushes (most group commits of small records)
+// would pay for nothing.
+const pwriteMin = 12 << 10
+
+// errKilled is pwriteBlanked's answer when a test's step budget ran out
+// (the image of a process killed there is taken).
+var errKilled = errors.New("vfs: killed (test)")
+
+// pwriteBlanked writes chunk, the bytes of a flush from its offset written
+// on, at the end of the file with every fragment header in it (hdrs, offsets
+// in the flush) zero, for writeFramed to write after. A process killed
+// during the write (the kernel stops a write between pages when a fatal
+// signal is pending, so any page-granular prefix may land) then leaves
+// payload behind a zero header, which ends the log cleanly, never a header
+// whose payload is missing. The headers are blanked in chunk itself and put
+// back before it returns: the caller's buffer is unchanged afterwards.
+// step is writeFramed's: one step per page when a test counts them.
+func (m *mappedFile) pwriteBlanked(chunk []byte, hdrs []int, written int, paged bool, step func() bool) error {
+	m.hdrSave = m.hdrSave[:0]
+	for _, h := range hdrs {
+		at := h - written
+		var saved [headerSize]byte
+		copy(saved[:], chunk[at:at+headerSize])
+		m.hdrSave = append(m.hdrSave, saved)
+		copy(chunk[at:at+headerSize], zeroHeader[:])
+	}
+	err := m.pwriteAll(chunk, m.size, paged, step)
+	for k, h := range hdrs {
+		at := h - written
+		copy(chunk[at:at+headerSize], m.hdrSave[k][:])
+	}
+	return err
+}
+
+var zeroHeader [headerSize]byte
+
+// pwriteAll writes b at off with as many pwrite(2) calls as it takes. When
+// paged (a test counting steps), it writes a page at a time, a step each.
+func (m *mappedFile) pwriteAll(b []byte, off int64, paged bool, step func() bool) error {
+	for len(b) > 0 {
+		n := len(b)
+		if paged {
+			n = min(n, int(pageSize-off%pageSize))
+			if !step() {
+				return errKilled
+			}
+		}
+		w, err := unix.Pwrite(m.fd, b[:n], off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && w == 0 {
+			err = io.ErrShortWrite // no progress: do not spin
+		}
+		if err != nil {
+			return &os.PathError{Op: "pwrite", Path: m.f.Name(), Err: err}
+		}
+		b, off = b[w:], off+int64(w)
+	}
+	return nil
 }
 
 // storeHeader writes a fragment header at win[off] with one unaligned

@@ -183,7 +183,7 @@ func TestMappedFile_HelperWorksAheadAndBehind(t *testing.T) {
 		for i := range p {
 			p[i] = byte(len(want)+i) | 1
 		}
-		_, err := m.Write(p)
+		_, err := writeCopied(m, p)
 		require.NoError(t, err)
 		want = append(want, p...)
 	}
@@ -213,6 +213,22 @@ func TestMappedFile_HelperWorksAheadAndBehind(t *testing.T) {
 	got, err := os.ReadFile(name)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got), "file after Close differs (len %d, want %d)", len(got), len(want))
+}
+
+// writeCopied writes p in writes below pwriteMin, which are copied into the
+// mapping (larger ones go in by pwrite), and returns what Write returned
+// in all, stopping at the first error.
+func writeCopied(m *mappedFile, p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k, err := m.Write(p[:min(len(p), pwriteMin-1)])
+		n += k
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
 }
 
 // spanRss returns the Rss of the mapping that starts at win, from
@@ -254,7 +270,7 @@ func TestMappedFile_ReserveFailureFailsTheWrite(t *testing.T) {
 	m.reserveMu.Lock()
 	m.fallocate = func(int, int64, int64) error { return failed }
 	m.reserveMu.Unlock()
-	n, err := m.Write(make([]byte, 3*mapStep))
+	n, err := writeCopied(m, make([]byte, 3*mapStep))
 	require.ErrorIs(t, err, failed)
 	require.Equal(t, mapStep, n, "the reserved first step is written")
 	_, err = m.Write([]byte("x"))
@@ -310,7 +326,7 @@ func TestMappedFile_SyncSeesWindowFailure(t *testing.T) {
 			}
 		}
 	}()
-	_, err := m.Write(make([]byte, 2*mapStep))
+	_, err := writeCopied(m, make([]byte, 2*mapStep))
 	require.ErrorIs(t, err, failed)
 	require.ErrorIs(t, <-synced, failed)
 	require.ErrorIs(t, m.Sync(), failed)
@@ -339,4 +355,25 @@ func TestMappedFile_HelperBehindTheWriterStaysInItsSpan(t *testing.T) {
 	got, err := os.ReadFile(name)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got))
+}
+
+// TestMappedFile_PwriteFailureFailsTheFile: a large write that pwrite
+// refuses fails with the system's error naming the file, and so does every
+// later write, small ones (copied) included; the size does not move.
+func TestMappedFile_PwriteFailureFailsTheFile(t *testing.T) {
+	m, name := mappedOrSkip(t)
+	_, err := m.Write(make([]byte, 100))
+	require.NoError(t, err)
+	fd := m.fd
+	m.fd = -1 // pwrite(2) fails with EBADF
+	_, err = m.Write(make([]byte, pwriteMin))
+	m.fd = fd
+	require.ErrorIs(t, err, unix.EBADF)
+	require.ErrorContains(t, err, name)
+	_, err = m.Write([]byte("x"))
+	require.ErrorIs(t, err, unix.EBADF)
+	fi, err := m.Stat()
+	require.NoError(t, err)
+	require.Equal(t, int64(100), fi.Size())
+	require.NoError(t, m.Close())
 }
