@@ -217,6 +217,9 @@ type DB struct {
 		// max_total_wal_size; 0 for those found at Open).
 		wals      []uint64
 		walStarts []uint64
+		// recycleWALs are obsolete WALs kept for the next rotations to
+		// overwrite (Options.RecycleLogFileNum), oldest first.
+		recycleWALs []uint64
 	}
 
 	// txnLocks are the pessimistic transactions' key locks, made on first
