@@ -66,4 +66,3 @@ func (d *DB) newWALWriter(f io.Writer, logNum uint64) *record.Writer {
 	}
 	return record.NewWriter(f, logNum)
 }
-
