@@ -119,14 +119,19 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 
 // emit appends one fragment to the buffer.
 func (w *Writer) emit(typ byte, payload []byte) {
-	var hdr [RecyclableHeaderSize]byte
-	binary.LittleEndian.PutUint32(hdr[HeaderSize:], uint32(w.logNum))
-	binary.LittleEndian.PutUint32(hdr[0:4], fragmentCRC(typ, hdr[HeaderSize:w.hsize], payload))
-	binary.LittleEndian.PutUint16(hdr[4:6], uint16(len(payload)))
-	hdr[6] = typ
-	w.hdrs = append(w.hdrs, len(w.buf))
-	w.buf = append(w.buf, hdr[:w.hsize]...)
+	// The header is framed in place in buf (a local array would escape
+	// to the heap once its log number is passed to the checksum).
+	start := len(w.buf)
+	w.hdrs = append(w.hdrs, start)
+	w.buf = append(w.buf, zeros[:w.hsize]...)
 	w.buf = append(w.buf, payload...)
+	h := w.buf[start : start+w.hsize]
+	binary.LittleEndian.PutUint16(h[4:6], uint16(len(payload)))
+	h[6] = typ
+	if w.hsize == RecyclableHeaderSize {
+		binary.LittleEndian.PutUint32(h[HeaderSize:], uint32(w.logNum))
+	}
+	binary.LittleEndian.PutUint32(h[0:4], fragmentCRC(typ, h[HeaderSize:], payload))
 	w.blockOff += w.hsize + len(payload)
 }
 
