@@ -3,6 +3,7 @@ package db
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,3 +117,29 @@ func readFileBytes(d *DB, name string, n int) ([]byte, error) {
 	_, err = f.ReadAt(b, 0)
 	return b, err
 }
+
+// TestRecycleLogFileNumOptionsFile: recycle_log_file_num is written to the
+// OPTIONS file, and a file recording another value than the Open's is
+// reported; a negative value fails Open.
+func TestRecycleLogFileNumOptionsFile(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, &Options{CreateIfMissing: true, RecycleLogFileNum: 3})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	names, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	b, err := readOSFile(names[len(names)-1])
+	require.NoError(t, err)
+	require.Contains(t, string(b), "recycle_log_file_num=3\n")
+
+	d, err = Open(dir, &Options{})
+	require.NoError(t, err)
+	require.Contains(t, d.optionsFileReport(), "recycle_log_file_num=3")
+	require.NoError(t, d.Close())
+
+	_, err = Open(dir, &Options{RecycleLogFileNum: -1})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func readOSFile(name string) ([]byte, error) { return os.ReadFile(name) }
