@@ -221,6 +221,9 @@ type DB struct {
 		// that a rewrite (SetOptions, a family created or dropped) deletes
 		// all but the newest keptOptionsFiles without listing it.
 		optionsFiles []uint64
+		// recycleWALs are obsolete WALs kept for the next rotations to
+		// overwrite (Options.RecycleLogFileNum), oldest first.
+		recycleWALs []uint64
 	}
 
 	// txnLocks are the pessimistic transactions' key locks, made on first

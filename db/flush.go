@@ -8,9 +8,7 @@ import (
 	"github.com/stratadb/strata/internal/iterator"
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/memtable"
-	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/version"
-	"github.com/stratadb/strata/internal/vfs"
 )
 
 // initialMemTableSize is the arena size of the first memtable the write
@@ -145,10 +143,6 @@ func (d *DB) advanceEmptyFamiliesLocked(logNum uint64) {
 // held.
 func (d *DB) openWALLocked(logNum uint64) error {
 	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
-	create := vfs.CreateMapped
-	if d.opts.WALWriteSyscalls {
-		create = vfs.FS.Create
-	}
 	// A rotation that cannot make its new WAL fails the write that needed
 	// it, and every later one: the failure is the background error (as
 	// RocksDB's SwitchMemtable makes it), so that writes fail with it and
@@ -163,7 +157,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 		}
 		return err
 	}
-	f, err := create(d.fs, name)
+	f, err := d.createWALFileLocked(name)
 	if err != nil {
 		return fail(errors.Wrapf(err, "strata: creating WAL %s", name))
 	}
@@ -200,7 +194,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 	d.mu.wals = append(d.mu.wals, logNum)
 	d.mu.walStarts = append(d.mu.walStarts, d.commit.walBytes.Load())
 	d.mu.log.file = f
-	d.mu.log.writer = record.NewWriter(f, logNum)
+	d.mu.log.writer = d.newWALWriter(f, logNum)
 	d.evWALCreated(logNum, name)
 	return nil
 }

@@ -63,6 +63,10 @@ func (d *DB) deleteObsoleteFilesLocked() {
 	minLog := d.minUnflushedLogLocked()
 	n := 0
 	for n < len(d.mu.wals) && d.mu.wals[n] < minLog {
+		if d.keepWALForRecycleLocked(d.mu.wals[n]) {
+			n++
+			continue
+		}
 		if d.removeFile(base.FileKindLog, d.mu.wals[n]) != nil {
 			d.mu.obsoleteWALs = append(d.mu.obsoleteWALs, d.mu.wals[n])
 		}

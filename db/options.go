@@ -312,6 +312,25 @@ type Options struct {
 	// WALRecoveryMode chooses what Open does with damaged WALs. Default:
 	// WALRecoveryTolerateCorruptedTail (see WALRecoveryMode).
 	WALRecoveryMode WALRecoveryMode
+	// RecycleLogFileNum (recycle_log_file_num) keeps up to this many
+	// obsolete WAL files instead of deleting them, and starts a new WAL by
+	// renaming a kept file and overwriting it from offset 0 (vfs.Reuser):
+	// a synced write then rewrites blocks the file already has, which
+	// costs the file system less than allocating new ones. Every WAL is
+	// then written with RocksDB's recyclable record types, whose header
+	// carries the log number, so that the old file's records past the new
+	// log's end are not replayed; and with write(2), as WALWriteSyscalls
+	// (a mapping would read the old pages in only to overwrite them, and
+	// its crash guarantee assumes a zero-filled file). The kept files
+	// live for one Open: the next Open deletes them. It is fixed for an
+	// Open (RocksDB's is immutable). Unlike RocksDB 7.8, which turns it
+	// off under every WALRecoveryMode but kSkipAnyCorruptedRecords,
+	// Strata keeps it in every mode (see docs/wal.md: Strata syncs a WAL
+	// before it starts the next one, and its reader tells a recycled
+	// log's end from damage in it); Strata has no WAL archive
+	// (WAL_ttl_seconds, WAL_size_limit_MB), under which RocksDB also turns
+	// it off. An FS without vfs.Reuser gets new files. Default: 0, off.
+	RecycleLogFileNum int
 	// EventListener, when set, is told of flushes, compactions, file
 	// creations and deletions, write stalls, ingestions and background
 	// errors, outside the DB's mutex (see EventListener). Default: none.
@@ -552,6 +571,8 @@ func (o *Options) validate() error {
 		return bad("MetadataBlockSize", o.MetadataBlockSize, "must not be negative")
 	case int64(o.MetadataBlockSize) > maxBlockSize:
 		return bad("MetadataBlockSize", o.MetadataBlockSize, fmt.Sprintf("above the limit of %d bytes", int64(maxBlockSize)))
+	case o.RecycleLogFileNum < 0:
+		return bad("RecycleLogFileNum", o.RecycleLogFileNum, "must not be negative")
 	case !o.WALRecoveryMode.valid():
 		return bad("WALRecoveryMode", int(o.WALRecoveryMode), "unknown WAL recovery mode")
 	case int64(o.BlockSize) > maxBlockSize:

@@ -337,6 +337,9 @@ func (d *DB) optionsEntries() []optionsfile.Entry {
 	add(optionsfile.SecDB, "", "max_subcompactions", itoa(int64(d.subcompactionLimit())))
 	add(optionsfile.SecDB, "", "max_open_files", itoa(int64(o.MaxOpenFiles))).OpenOnly = true
 	add(optionsfile.SecDB, "", "wal_recovery_mode", o.WALRecoveryMode.String()).OpenOnly = true
+	// Fixed for an Open, as in RocksDB; a file recording another value is
+	// reported (it describes how the database's WALs were written).
+	add(optionsfile.SecDB, "", "recycle_log_file_num", itoa(int64(o.RecycleLogFileNum)))
 
 	for _, fam := range d.mu.fams {
 		out = fam.optionsEntries(out)

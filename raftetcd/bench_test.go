@@ -1,6 +1,7 @@
 package raftetcd
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/stratadb/strata/db"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -161,15 +163,18 @@ func (quietLogger) Fatalf(format string, args ...interface{}) {
 func openBenchLog(b *testing.B, store string) benchLog {
 	dir := b.TempDir()
 	switch store {
-	case "strata", "strata-nocache", "strata-cache":
+	case "strata", "strata-nocache", "strata-cache", "strata-norecycle":
 		var opts Options
+		var dbOpts *db.Options
 		switch store {
 		case "strata-nocache":
 			opts.EntryCacheSize = -1
 		case "strata-cache":
 			opts.EntryCacheSize = 16 << 20
+		case "strata-norecycle":
+			dbOpts = &db.Options{}
 		}
-		s, err := Open(dir, nil, &opts)
+		s, err := Open(dir, dbOpts, &opts)
 		require.NoError(b, err)
 		return strataLog{s: s}
 	case "pebble":
@@ -201,18 +206,26 @@ func benchEntries(first uint64, n, size int) []pb.Entry {
 // BenchmarkAppend: one synced Ready of batch entries of 128 B and its
 // HardState per op; Strata with its default entry cache (which copies
 // the payloads) and without it.
+//
+// Before the timer starts, the Strata and Pebble stores take warmBytes of
+// unsynced 256-entry Readies, a flush and a compaction, so that the timed appends go to
+// WALs written over recycled files, as a long-running log's do (Strata's
+// DefaultRecycleLogFileNum; Pebble recycles WAL files by default);
+// strata-norecycle is Strata with RecycleLogFileNum 0. bbolt, which has no
+// WAL, starts empty.
 func BenchmarkAppend(b *testing.B) {
 	for _, batch := range []int{1, 16, 256} {
-		for _, store := range []string{"strata", "strata-nocache", "pebble", "bbolt"} {
+		for _, store := range []string{"strata", "strata-nocache", "strata-norecycle", "pebble", "bbolt"} {
 			b.Run(fmt.Sprintf("batch=%d/store=%s", batch, store), func(b *testing.B) {
 				l := openBenchLog(b, store)
 				defer l.close()
+				first := warmUp(b, l)
 				ents := benchEntries(1, batch, 128)
 				b.SetBytes(int64(batch * 128))
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					for j := range ents {
-						ents[j].Index = uint64(i*batch + j + 1)
+						ents[j].Index = first + uint64(i*batch+j)
 					}
 					hs := pb.HardState{Term: 1, Vote: 1, Commit: ents[len(ents)-1].Index}
 					if err := l.save(hs, ents); err != nil {
@@ -222,6 +235,47 @@ func BenchmarkAppend(b *testing.B) {
 			})
 		}
 	}
+}
+
+// warmBytes is the WAL traffic of the warm-up: more than a Strata WAL
+// holds before it rotates (the 64 MiB write buffer), so that the WAL the
+// timed appends go to is written over a file as long.
+const warmBytes = 80 << 20
+
+// warmUp writes warmBytes of unsynced 256-entry Readies to the Strata and
+// Pebble stores, flushes and compacts them, and returns the index of the next entry.
+func warmUp(b *testing.B, l benchLog) uint64 {
+	// settle flushes and compacts what the warm-up wrote, so that no
+	// background work of it overlaps the timed appends.
+	var settle func() error
+	switch l := l.(type) {
+	case strataLog:
+		settle = func() error { return l.s.d.CompactRange(nil, nil) }
+	case *pebbleLog:
+		settle = func() error {
+			if err := l.d.Flush(); err != nil {
+				return err
+			}
+			return l.d.Compact(context.Background(), l.prefix, append(slices.Clone(l.prefix), 0xff), false)
+		}
+	default:
+		return 1
+	}
+	u := unsynced(l)
+	ents := benchEntries(1, 256, 128)
+	next := uint64(1)
+	for written := 0; written < warmBytes; written += 256 * 128 {
+		for j := range ents {
+			ents[j].Index = next
+			next++
+		}
+		require.NoError(b, u.save(pb.HardState{Term: 1, Vote: 1, Commit: next - 1}, ents))
+	}
+	require.NoError(b, settle())
+	if p, ok := l.(*pebbleLog); ok {
+		p.noSync = false // unsynced set it on the store itself
+	}
+	return next
 }
 
 // unsynced returns l writing without syncing.

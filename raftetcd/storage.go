@@ -137,10 +137,19 @@ var _ raft.Storage = (*Storage)(nil)
 
 var syncWrite = &db.WriteOptions{Sync: true}
 
+// DefaultRecycleLogFileNum is the db.Options.RecycleLogFileNum Open uses
+// when it is given no database options: a raft log syncs every Ready, and
+// a sync of a WAL written over a recycled file rewrites blocks the file
+// already has instead of allocating new ones (see docs/wal.md). Four
+// files cover the WALs a few flushes in a row make obsolete.
+const DefaultRecycleLogFileNum = 4
+
 // Open opens (creating if missing) a Strata database in dir and returns a
-// Storage on it that owns it: Close closes it.
+// Storage on it that owns it: Close closes it. With dbOpts nil the database
+// gets the engine's defaults and DefaultRecycleLogFileNum; given options
+// are used as they are (RecycleLogFileNum 0 turns recycling off).
 func Open(dir string, dbOpts *db.Options, opts *Options) (*Storage, error) {
-	var o db.Options
+	o := db.Options{RecycleLogFileNum: DefaultRecycleLogFileNum}
 	if dbOpts != nil {
 		o = *dbOpts
 	}

@@ -47,6 +47,8 @@ type BankConfig struct {
 	// Sync commits the transactions that are not DB.Update's with
 	// TransactionOptions.Sync.
 	Sync bool
+	// RecycleLogFileNum sets Options.RecycleLogFileNum.
+	RecycleLogFileNum int
 	// AckLog (the crash child) names a file to which every committed
 	// transfer is appended once Commit returned nil; at start the database
 	// is verified against it: every transfer it names must be there.
@@ -155,7 +157,8 @@ func RunBank(c BankConfig, st *BankStats) error {
 		// Small memtables: transactions validate against tables and
 		// memtables both, through flushes and compactions.
 		return &db.Options{FS: fs, CreateIfMissing: true, WriteBufferSize: 128 << 10,
-			Level0FileNumCompactionTrigger: 2, MaxBytesForLevelBase: 1 << 20}
+			Level0FileNumCompactionTrigger: 2, MaxBytesForLevelBase: 1 << 20,
+			RecycleLogFileNum: c.RecycleLogFileNum}
 	}
 	d, err := db.Open(c.Dir, b.opts(c.FS))
 	if err != nil {

@@ -65,6 +65,10 @@ type Config struct {
 	Subcompactions int
 	Sync           bool
 	DisableWAL     bool
+	// RecycleLogFileNum sets Options.RecycleLogFileNum: obsolete WALs are
+	// kept and overwritten by later ones, so crashes and power losses
+	// meet WALs holding an older log's records past their end.
+	RecycleLogFileNum int
 
 	// Filter runs every family with the stress Filter (in flushes too for
 	// odd seeds), which removes and changes values by their version, and

@@ -114,12 +114,13 @@ func (r *Runner) fail(err error) {
 
 func (r *Runner) dbOptions(ext string) (*db.Options, error) {
 	o := &db.Options{
-		CreateIfMissing: true,
-		WriteBufferSize: r.cfg.WriteBufferSize,
-		BloomBitsPerKey: r.cfg.BloomBits,
-		Compression:     r.cfg.Compression,
-		FS:              r.cfg.FS,
-		MergeOperator:   ConcatMergeOperator{},
+		CreateIfMissing:   true,
+		WriteBufferSize:   r.cfg.WriteBufferSize,
+		BloomBitsPerKey:   r.cfg.BloomBits,
+		RecycleLogFileNum: r.cfg.RecycleLogFileNum,
+		Compression:       r.cfg.Compression,
+		FS:                r.cfg.FS,
+		MergeOperator:     ConcatMergeOperator{},
 
 		LevelCompactionDynamicLevelBytes:                 r.cfg.DynamicLevelBytes,
 		MaxBytesForLevelBase:                             r.cfg.MaxBytesForLevelBase,

@@ -60,10 +60,13 @@
 //
 // # Optional interfaces
 //
-// The engine type-asserts its FS for one optional capability a wrapper may
+// The engine type-asserts its FS for two optional capabilities a wrapper may
 // forward: Linker (hard links), which DB.Checkpoint and DB.Ingest use for
 // table files and replace by a copy, written through Create and Write and
-// synced, when the FS lacks it or the link fails.
+// synced, when the FS lacks it or the link fails; and Reuser (rename and
+// overwrite in place), which db.Options.RecycleLogFileNum uses to write a
+// new WAL over an obsolete one, and replaces by Create of a new file when
+// the FS lacks it.
 //
 // Two capabilities of Default are not part of this package and are lost
 // through any other FS, wrappers of Default included: the WAL written by
@@ -120,6 +123,14 @@ type FS = ivfs.FS
 // ingestion copy table files instead of linking them.
 type Linker = ivfs.Linker
 
+// Reuser is the optional interface of an FS that can reuse a file:
+// ReuseForWrite(oldname, newname) renames oldname to newname and opens it
+// for writing at offset 0 without truncating it, so that writes overwrite
+// the old bytes (readers see the old bytes past those written); the new
+// name is durable once its directory is synced. Default and NewMem's file
+// systems implement it.
+type Reuser = ivfs.Reuser
+
 // MemFS is an in-memory FS, returned by NewMem. Its files live as long as
 // the MemFS value: a database closed and opened again on the same MemFS
 // finds everything it wrote.
@@ -136,6 +147,7 @@ type Linker = ivfs.Linker
 // Methods beyond FS:
 //
 //	Link(oldname, newname string) error // Linker
+//	ReuseForWrite(oldname, newname string) (File, error) // Reuser
 //	CrashClone() *MemFS                 // what a power loss would leave
 //	String() string                     // the tree, with live and synced sizes
 //
@@ -173,4 +185,5 @@ func NewMem() *MemFS { return ivfs.NewMem() }
 var (
 	_ FS     = (*MemFS)(nil)
 	_ Linker = (*MemFS)(nil)
+	_ Reuser = (*MemFS)(nil)
 )

@@ -85,6 +85,7 @@ func run(args []string) int {
 	fs.IntVar(&c.ClockStepOneIn, "clock_step_one_in", 50, "with -ttl_seconds: move the clock 1/N per op")
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write")
 	fs.BoolVar(&c.DisableWAL, "disable_wal", false, "write without the WAL (crash checks become structural only)")
+	fs.IntVar(&c.RecycleLogFileNum, "recycle_log_file_num", 0, "keep up to N obsolete WALs and overwrite them with new ones (Options.RecycleLogFileNum; -mode stress and bank)")
 	fs.IntVar(&c.ReadPercent, "readpercent", 25, "percent of Get")
 	fs.IntVar(&c.PrefixPercent, "prefixpercent", 10, "percent of PrefixSameAsStart scans")
 	fs.IntVar(&c.WritePercent, "writepercent", 25, "percent of Put")
@@ -206,6 +207,7 @@ func run(args []string) int {
 	c.Log = os.Stderr
 	if mode == "bank" {
 		bc.Seed, bc.Workers, bc.Duration, bc.Dir, bc.FS, bc.Sync, bc.Log = c.Seed, c.Threads, c.Duration, c.Dir, c.FS, c.Sync, os.Stderr
+		bc.RecycleLogFileNum = c.RecycleLogFileNum
 		if crash {
 			return runBankCrash(bc, args, crashCycles, crashMaxWait, verbose)
 		}

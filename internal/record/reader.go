@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -24,9 +25,15 @@ var ErrTornTail = errors.New("strata: record: torn tail")
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
-	r        io.Reader
+	r io.Reader
+	// ra is r as an io.ReaderAt when it is one: a recycled log's damage
+	// is told from its end by looking past it (laterFragment).
+	ra       io.ReaderAt
 	logNum   uint32
 	fileName string
+	// recycled: the fragment at offset 0 has a recyclable type, so the
+	// file may hold bytes of a previous log past this one's end.
+	recycled bool
 
 	buf        [BlockSize]byte
 	n, off     int
@@ -54,7 +61,8 @@ type Reader struct {
 // offset 0 of the file. logNumber is the file's number (recyclable fragments
 // of another number end the log); fileName only names the file in errors.
 func NewReader(r io.Reader, logNumber uint64, fileName string) *Reader {
-	return &Reader{r: r, logNum: uint32(logNumber), fileName: fileName}
+	ra, _ := r.(io.ReaderAt)
+	return &Reader{r: r, ra: ra, logNum: uint32(logNumber), fileName: fileName}
 }
 
 // physical-record outcomes other than a fragment.
@@ -204,7 +212,10 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 			}
 			rest := r.buf[r.off:r.n]
 			r.off = r.n
-			if allZero(rest) {
+			if allZero(rest) || r.recycled {
+				// (In a recycled log the bytes may be the end of the
+				// previous life's; a torn header of this log that
+				// short cannot be told from them.)
 				return 0, nil, errEnd
 			}
 			return 0, nil, errTorn
@@ -212,6 +223,18 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 		hdr := r.buf[r.off:r.n]
 		typ = hdr[6]
 		length := int(binary.LittleEndian.Uint16(hdr[4:6]))
+		if r.fragStart == 0 {
+			r.recycled = typ >= recyclableFull && typ <= recyclableLast
+		}
+		if r.recycled && left < RecyclableHeaderSize && allZero(hdr) {
+			// The zero-filled trailer of a block of a recyclable log
+			// (its writer pads when fewer than 11 bytes remain).
+			r.off = r.n
+			if r.eof {
+				return 0, nil, errEnd
+			}
+			continue
+		}
 		if typ == zeroType && length == 0 && binary.LittleEndian.Uint32(hdr[0:4]) == 0 {
 			// Preallocated or zero-filled space: the log ends here. (A
 			// header with only its type and length zero is damage: the
@@ -223,6 +246,19 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 		hsize := HeaderSize
 		if typ >= recyclableFull && typ <= recyclableLast {
 			hsize = RecyclableHeaderSize
+			if left >= hsize && binary.LittleEndian.Uint32(hdr[HeaderSize:hsize]) != r.logNum {
+				// A fragment of another log: a previous life of a
+				// recycled file, whose bytes follow this log's end
+				// (RocksDB's kOldRecord), checked before the length
+				// and checksum as RocksDB does. Unless the checksum
+				// holds under this log's number or another type: then
+				// the header is what is damaged.
+				if r.damagedHeader(hdr, length) {
+					r.dropBlock = true
+					return 0, nil, r.corrupt(r.fragStart, "fragment log number or type %d damaged", typ)
+				}
+				return 0, nil, errEnd
+			}
 		}
 		if hsize+length > left {
 			if r.eof {
@@ -230,15 +266,17 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 					// The fragment is whole: a damaged header, not a
 					// write cut short by a crash.
 					r.dropBlock = true
-					return 0, nil, r.corrupt(r.blockStart+int64(r.off),
-						"fragment length %d or type %d damaged (a complete fragment follows the header)", length, typ)
+					return 0, nil, r.recycledDamage(hdr, "fragment length %d or type %d damaged (a complete fragment follows the header)", length, typ)
 				}
 				r.dropBlock = true
+				if r.recycled && !r.oursHeader(hdr) {
+					// The end of the previous life's bytes.
+					return 0, nil, errEnd
+				}
 				return 0, nil, errTorn
 			}
 			r.dropBlock = true
-			return 0, nil, r.corrupt(r.blockStart+int64(r.off),
-				"fragment length %d overruns the block", length)
+			return 0, nil, r.recycledDamage(hdr, "fragment length %d overruns the block", length)
 		}
 		extra := hdr[HeaderSize:hsize]
 		payload = hdr[hsize : hsize+length]
@@ -246,17 +284,138 @@ func (r *Reader) nextFragment() (typ byte, payload []byte, err error) {
 		if typ > setCompression || fragmentCRC(typ, extra, payload) != want {
 			r.dropBlock = true
 			if typ > setCompression {
-				return 0, nil, r.corrupt(r.blockStart+int64(r.off), "unknown fragment type %d", typ)
+				return 0, nil, r.recycledDamage(hdr, "unknown fragment type %d", typ)
 			}
-			return 0, nil, r.corrupt(r.blockStart+int64(r.off), "checksum mismatch")
-		}
-		if hsize == RecyclableHeaderSize && binary.LittleEndian.Uint32(extra) != r.logNum {
-			// A fragment of a previous life of a recycled file.
-			return 0, nil, errEnd
+			return 0, nil, r.recycledDamage(hdr, "checksum mismatch")
 		}
 		r.off += hsize + length
 		return typ, payload, nil
 	}
+}
+
+// damagedHeader reports whether hdr, a recyclable fragment header that
+// records another log's number, is in fact one of this log's fragments (or
+// a legacy one) with one damaged field: its checksum holds under this
+// log's number with any recyclable type, or as a legacy fragment of the
+// recorded length. A stale fragment of the previous life matches with a
+// chance of about 2^-32 per candidate.
+func (r *Reader) damagedHeader(hdr []byte, length int) bool {
+	want := binary.LittleEndian.Uint32(hdr[0:4])
+	if HeaderSize+length <= len(hdr) {
+		for t := byte(fullType); t <= lastType; t++ {
+			if fragmentCRC(t, nil, hdr[HeaderSize:HeaderSize+length]) == want {
+				return true
+			}
+		}
+	}
+	if RecyclableHeaderSize+length <= len(hdr) {
+		var ln [4]byte
+		binary.LittleEndian.PutUint32(ln[:], r.logNum)
+		for t := byte(recyclableFull); t <= recyclableLast; t++ {
+			if fragmentCRC(t, ln[:], hdr[RecyclableHeaderSize:RecyclableHeaderSize+length]) == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// recycledDamage returns the outcome of damage at the fragment at hdr
+// (r.fragStart). In a log that is not recycled it is corruption. In a
+// recycled one the bytes of the file's previous life follow this log's
+// end, and they are damage to a reader that does not know where the end
+// is: damage past which the file holds no intact fragment of this log is
+// its end. It is a torn write (errTorn: a crash cut a write of this log,
+// and the old bytes show through) when the header is this log's (a
+// recyclable type or its log number), and the clean end (errEnd) when it
+// is not. Damage with an intact fragment of this log after it is
+// corruption wherever it is.
+func (r *Reader) recycledDamage(hdr []byte, format string, args ...interface{}) error {
+	if !r.recycled || r.ra == nil {
+		return r.corrupt(r.fragStart, format, args...)
+	}
+	later, err := r.laterFragment(r.fragStart + 1)
+	if err != nil {
+		return err
+	}
+	if later {
+		return r.corrupt(r.fragStart, format+" (intact records of this log follow)", args...)
+	}
+	if r.oursHeader(hdr) {
+		return errTorn
+	}
+	return errEnd
+}
+
+// oursHeader reports whether hdr, a damaged or cut fragment header in a
+// recycled log, is one of this log's rather than bytes of the previous
+// life: it records this log's number (whatever its type byte says).
+func (r *Reader) oursHeader(hdr []byte) bool {
+	return len(hdr) >= RecyclableHeaderSize && binary.LittleEndian.Uint32(hdr[HeaderSize:RecyclableHeaderSize]) == r.logNum
+}
+
+// laterFragment reports whether the file holds, at or after offset from, an
+// intact recyclable fragment of this log: a header with this log's number
+// and a recyclable type, whose payload fits in its block and matches its
+// checksum. Stale bytes of an older log match with a chance of about 2^-32
+// per occurrence of the number's four bytes.
+func (r *Reader) laterFragment(from int64) (bool, error) {
+	var ln [4]byte
+	binary.LittleEndian.PutUint32(ln[:], r.logNum)
+	const chunk = 4 * BlockSize
+	buf := make([]byte, chunk+RecyclableHeaderSize)
+	// start is the file offset of buf[0].
+	for start := from; ; {
+		n, err := r.ra.ReadAt(buf, start)
+		if err != nil && err != io.EOF {
+			return false, errors.Wrapf(err, "strata: record: reading %s at offset %d", r.fileName, start)
+		}
+		b := buf[:n]
+		for i := HeaderSize; i+4 <= len(b); {
+			k := bytes.Index(b[i:], ln[:])
+			if k < 0 {
+				break
+			}
+			i += k
+			hdrOff := start + int64(i-HeaderSize)
+			if ok, err := r.fragmentAt(hdrOff); err != nil {
+				return false, err
+			} else if ok {
+				return true, nil
+			}
+			i++
+		}
+		if err == io.EOF || n < len(buf) {
+			return false, nil
+		}
+		start += chunk
+	}
+}
+
+// fragmentAt reports whether an intact recyclable fragment of this log
+// starts at file offset off (see laterFragment).
+func (r *Reader) fragmentAt(off int64) (bool, error) {
+	var hdr [RecyclableHeaderSize]byte
+	if n, err := r.ra.ReadAt(hdr[:], off); n < len(hdr) {
+		if err != nil && err != io.EOF {
+			return false, errors.Wrapf(err, "strata: record: reading %s at offset %d", r.fileName, off)
+		}
+		return false, nil
+	}
+	typ := hdr[6]
+	length := int(binary.LittleEndian.Uint16(hdr[4:6]))
+	if typ < recyclableFull || typ > recyclableLast || binary.LittleEndian.Uint32(hdr[HeaderSize:]) != r.logNum ||
+		int(off%BlockSize)+RecyclableHeaderSize+length > BlockSize {
+		return false, nil
+	}
+	payload := make([]byte, length)
+	if n, err := r.ra.ReadAt(payload, off+RecyclableHeaderSize); n < length {
+		if err != nil && err != io.EOF {
+			return false, errors.Wrapf(err, "strata: record: reading %s at offset %d", r.fileName, off)
+		}
+		return false, nil
+	}
+	return fragmentCRC(typ, hdr[HeaderSize:], payload) == binary.LittleEndian.Uint32(hdr[0:4]), nil
 }
 
 func allZero(b []byte) bool {

@@ -39,7 +39,24 @@
 // split into FIRST, MIDDLE... and LAST fragments. An empty logical record is
 // one FULL fragment with Size 0.
 //
-// The Writer writes only the legacy types. The Reader reads all of 0-8.
+// NewWriter writes the legacy types; NewRecyclableWriter the recyclable
+// ones (and then pads a block trailer when fewer than 11 bytes remain, so
+// a recyclable log's trailer is 0 to 10 zero bytes). The Reader reads all
+// of 0-8.
+//
+// # Recycled logs
+//
+// A log whose fragment at offset 0 has a recyclable type may have been
+// written over the file of an older log (RocksDB's recycle_log_file_num),
+// whose bytes follow its end. Its end is therefore found, as RocksDB's
+// reader finds it, at a fragment that records another log number (checked
+// before the length and checksum), and also at damage past which the file
+// holds no intact fragment of this log: there the old bytes begin, or a
+// crash cut this log's last write (ErrTornTail when the damaged header
+// records this log's number). Damage with an intact fragment of this log
+// after it is corruption. A fragment whose checksum holds under this log's
+// number or another type in place of what its header records is damage,
+// not the previous life.
 //
 // # Damage
 //

@@ -21,9 +21,12 @@ import (
 // A Writer is not safe for concurrent use.
 type Writer struct {
 	w io.Writer
-	// logNum is the number of the file; it is kept for recyclable headers,
-	// which this Writer does not emit.
+	// logNum is the number of the file; recyclable headers carry its low
+	// 32 bits.
 	logNum uint64
+	// hsize is HeaderSize, or RecyclableHeaderSize for a Writer that
+	// emits the recyclable types.
+	hsize int
 	// buf holds framed bytes not yet written to w.
 	buf []byte
 	// blockOff is the offset within the current block of the next byte.
@@ -51,10 +54,21 @@ type FramedWriter interface {
 // NewWriter returns a Writer that appends to w, which must be positioned at
 // offset 0 of a new log file numbered logNumber.
 func NewWriter(w io.Writer, logNumber uint64) *Writer {
-	return &Writer{w: w, logNum: logNumber}
+	return &Writer{w: w, logNum: logNumber, hsize: HeaderSize}
 }
 
-var zeros [HeaderSize]byte
+// NewRecyclableWriter returns a Writer that emits the recyclable fragment
+// types (5-8), whose headers carry the low 32 bits of logNumber, as
+// RocksDB's log::Writer does with recycle_log_file_num set. w is positioned
+// at offset 0 of the file, which may hold the bytes of a previous log past
+// what is written: a reader ends the log at the first fragment of another
+// log number. The bytes go to w with Write even when w is a FramedWriter:
+// FramedWriter's contract is the 7-byte header.
+func NewRecyclableWriter(w io.Writer, logNumber uint64) *Writer {
+	return &Writer{w: w, logNum: logNumber, hsize: RecyclableHeaderSize}
+}
+
+var zeros [RecyclableHeaderSize]byte
 
 // maxRetainedBuf bounds the buffer capacity kept across Flushes.
 const maxRetainedBuf = 4 << 20
@@ -69,12 +83,14 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	}
 	first := true
 	for {
-		if left := BlockSize - w.blockOff; left < HeaderSize {
+		if left := BlockSize - w.blockOff; left < w.hsize {
 			// Too small for a header: pad the block trailer with zeros.
+			// (A recyclable log's trailer can be 7 to 10 bytes long;
+			// RocksDB's reader, and ours, skip it as a zero header.)
 			w.buf = append(w.buf, zeros[:left]...)
 			w.blockOff = 0
 		}
-		avail := BlockSize - w.blockOff - HeaderSize
+		avail := BlockSize - w.blockOff - w.hsize
 		n := len(p)
 		last := n <= avail
 		if !last {
@@ -91,6 +107,9 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 		default:
 			typ = middleType
 		}
+		if w.hsize == RecyclableHeaderSize {
+			typ += recyclableFull - fullType
+		}
 		w.emit(typ, p[:n])
 		p = p[n:]
 		first = false
@@ -102,14 +121,20 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 
 // emit appends one fragment to the buffer.
 func (w *Writer) emit(typ byte, payload []byte) {
-	var hdr [HeaderSize]byte
-	binary.LittleEndian.PutUint32(hdr[0:4], fragmentCRC(typ, nil, payload))
-	binary.LittleEndian.PutUint16(hdr[4:6], uint16(len(payload)))
-	hdr[6] = typ
-	w.hdrs = append(w.hdrs, len(w.buf))
-	w.buf = append(w.buf, hdr[:]...)
+	// The header is framed in place in buf (a local array would escape
+	// to the heap once its log number is passed to the checksum).
+	start := len(w.buf)
+	w.hdrs = append(w.hdrs, start)
+	w.buf = append(w.buf, zeros[:w.hsize]...)
 	w.buf = append(w.buf, payload...)
-	w.blockOff += HeaderSize + len(payload)
+	h := w.buf[start : start+w.hsize]
+	binary.LittleEndian.PutUint16(h[4:6], uint16(len(payload)))
+	h[6] = typ
+	if w.hsize == RecyclableHeaderSize {
+		binary.LittleEndian.PutUint32(h[HeaderSize:], uint32(w.logNum))
+	}
+	binary.LittleEndian.PutUint32(h[0:4], fragmentCRC(typ, h[HeaderSize:], payload))
+	w.blockOff += w.hsize + len(payload)
 }
 
 // Flush writes the buffered bytes to the underlying writer. It does not sync.
@@ -122,7 +147,7 @@ func (w *Writer) Flush() error {
 	}
 	var n int
 	var err error
-	if fw, ok := w.w.(FramedWriter); ok {
+	if fw, ok := w.w.(FramedWriter); ok && w.hsize == HeaderSize {
 		n, err = fw.WriteFramed(w.buf, w.hdrs)
 	} else {
 		n, err = w.w.Write(w.buf)

@@ -46,7 +46,10 @@ import (
 // Files are append-only: Write appends, and nothing rewrites bytes already
 // written. That lets a Sync share the live buffer with the durable view in
 // O(1): the durable bytes are a prefix of the live buffer that no later
-// append can modify.
+// append can modify. A file reused by ReuseForWrite keeps the bytes of its
+// previous life beneath the new ones (memNode.under): writes append to a
+// fresh buffer, and readers, Stat and a crash see the old bytes past its
+// end, as a file overwritten in place shows them.
 //
 // Concurrency: every method is safe for concurrent use; ReadAt may run
 // concurrently with Write on the same file.
@@ -69,7 +72,11 @@ var _ FS = (*MemFS)(nil)
 // Invariants: a directory has children and durable non-nil and data nil; a
 // file has children and durable nil. durableData is always a prefix of a
 // past value of data, and no byte of it is ever modified (files only grow by
-// append, and truncation replaces the buffer).
+// append, and truncation replaces the buffer). The file's live contents are
+// data followed by under[len(data):], its durable contents durableData
+// followed by durableUnder[len(durableData):]; under and durableUnder are
+// never modified (ReuseForWrite sets under, Sync copies it to durableUnder,
+// Create clears it).
 type memNode struct {
 	isDir   bool
 	modTime time.Time
@@ -80,10 +87,24 @@ type memNode struct {
 
 	// dataMu guards data and durableData, so that ReadAt does not take the
 	// file system's lock.
-	dataMu      sync.RWMutex
-	data        []byte
-	durableData []byte
+	dataMu       sync.RWMutex
+	data         []byte
+	durableData  []byte
+	under        []byte
+	durableUnder []byte
 }
+
+// live returns the file's live contents. n.dataMu must be held.
+func (n *memNode) live() []byte {
+	if len(n.under) <= len(n.data) {
+		return n.data
+	}
+	return append(n.data[:len(n.data):len(n.data)], n.under[len(n.data):]...)
+}
+
+// liveSize returns the size of the file's live contents. n.dataMu must be
+// held.
+func (n *memNode) liveSize() int { return max(len(n.data), len(n.under)) }
 
 func newDirNode() *memNode {
 	return &memNode{
@@ -194,6 +215,7 @@ func (m *MemFS) Create(name string) (File, error) {
 	case ok:
 		n.dataMu.Lock()
 		n.data = nil // a fresh buffer: durableData keeps the old one
+		n.under = nil
 		n.modTime = time.Now()
 		n.dataMu.Unlock()
 	default:

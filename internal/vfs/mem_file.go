@@ -71,13 +71,19 @@ func (f *memFile) readAt(p []byte, off int64) (int, error) {
 	}
 	f.n.dataMu.RLock()
 	defer f.n.dataMu.RUnlock()
-	if off >= int64(len(f.n.data)) {
+	if off >= int64(f.n.liveSize()) {
 		if len(p) == 0 {
 			return 0, nil
 		}
 		return 0, io.EOF
 	}
-	n := copy(p, f.n.data[off:])
+	var n int
+	if off < int64(len(f.n.data)) {
+		n = copy(p, f.n.data[off:])
+	}
+	if n < len(p) && off+int64(n) < int64(len(f.n.under)) {
+		n += copy(p[n:], f.n.under[off+int64(n):])
+	}
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -119,6 +125,7 @@ func (f *memFile) Sync() error {
 	f.n.dataMu.Lock()
 	// Sharing is safe: see the memNode invariants.
 	f.n.durableData = f.n.data[:len(f.n.data):len(f.n.data)]
+	f.n.durableUnder = f.n.under
 	f.n.dataMu.Unlock()
 	return nil
 }
@@ -155,7 +162,7 @@ func (n *memNode) stat(name string) os.FileInfo {
 	}
 	n.dataMu.RLock()
 	defer n.dataMu.RUnlock()
-	return memFileInfo{name: name, size: int64(len(n.data)), modTime: n.modTime}
+	return memFileInfo{name: name, size: int64(n.liveSize()), modTime: n.modTime}
 }
 
 type memFileInfo struct {
@@ -201,6 +208,9 @@ func cloneDurable(n *memNode, clones map[*memNode]*memNode) *memNode {
 	if !n.isDir {
 		n.dataMu.RLock()
 		data := append([]byte(nil), n.durableData...)
+		if len(n.durableUnder) > len(data) {
+			data = append(data, n.durableUnder[len(data):]...)
+		}
 		c := &memNode{modTime: n.modTime, data: data, durableData: data}
 		n.dataMu.RUnlock()
 		clones[n] = c
@@ -261,7 +271,7 @@ func dumpNode(b *strings.Builder, n *memNode, depth int) {
 		}
 		child.dataMu.RLock()
 		fmt.Fprintf(b, "%s%s %d bytes, %d synced%s\n", indent, name,
-			len(child.data), len(child.durableData), note)
+			child.liveSize(), max(len(child.durableData), len(child.durableUnder)), note)
 		child.dataMu.RUnlock()
 	}
 }

@@ -198,6 +198,27 @@ func (e *errorFS) CreateMapped(name string) (vfs.File, error) {
 	return &errorFile{File: f, name: name, inj: e.inj}, nil
 }
 
+// ReuseForWrite reuses the file through the wrapped file system's Reuser
+// (vfs.ReuseForWrite). The injector sees it as OpRename of oldname, then
+// OpOpen of newname: a failed rename leaves oldname as it was, a failed
+// open the file renamed and unopened, as the two system calls can fail.
+func (e *errorFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
+	if err := e.inj.MaybeError(OpRename, oldname); err != nil {
+		return nil, err
+	}
+	if err := e.inj.MaybeError(OpOpen, newname); err != nil {
+		if rerr := e.fs.Rename(oldname, newname); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	f, err := vfs.ReuseForWrite(e.fs, oldname, newname)
+	if err != nil {
+		return nil, err
+	}
+	return &errorFile{File: f, name: newname, inj: e.inj}, nil
+}
+
 func (e *errorFS) Open(name string) (vfs.File, error) {
 	if err := e.inj.MaybeError(OpOpen, name); err != nil {
 		return nil, err
