@@ -121,6 +121,9 @@ func (p *ArenaPool) PooledBytes() int {
 // late reader sees garbage.
 func (a *arena) retire() {
 	if a.mapped {
+		// The prefaulter stops first: a populate after the drop
+		// would make the parked pages resident again.
+		a.stopPrefault()
 		offheap.Park(a.buf)
 		return
 	}
@@ -136,6 +139,7 @@ func (a *arena) retire() {
 func (a *arena) reuse() {
 	if a.mapped {
 		offheap.Unpark(a.buf)
+		a.startPrefault()
 	} else {
 		clear(a.buf[:a.used()])
 	}
