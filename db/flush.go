@@ -94,8 +94,11 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	if err != nil {
 		return err
 	}
-	logNum := d.mu.versions.NextFileNum()
-	if err := d.openWALLocked(logNum); err != nil {
+	logNum, f := d.takeNextWALLocked()
+	if logNum == 0 {
+		logNum = d.mu.versions.NextFileNum()
+	}
+	if err := d.openWALLocked(logNum, f); err != nil {
 		next.unref(d) // never shared
 		return err
 	}
@@ -105,6 +108,7 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	d.advanceEmptyFamiliesLocked(logNum)
 	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
+	d.startNextWALLocked()
 	return nil
 }
 
@@ -122,15 +126,12 @@ func (d *DB) advanceEmptyFamiliesLocked(logNum uint64) {
 	}
 }
 
-// openWALLocked creates WAL logNum and makes it the current one, closing the
-// previous WAL (its contents are already flushed to the OS). d.mu must be
-// held.
-func (d *DB) openWALLocked(logNum uint64) error {
+// openWALLocked makes WAL logNum the current one: f when it was created
+// ahead (startNextWALLocked), otherwise one created now. The previous WAL is
+// synced here and closed in the background (its contents are already
+// flushed to the OS). d.mu must be held.
+func (d *DB) openWALLocked(logNum uint64, f vfs.File) error {
 	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
-	create := vfs.CreateMapped
-	if d.opts.WALWriteSyscalls {
-		create = vfs.FS.Create
-	}
 	// A rotation that cannot make its new WAL fails the write that needed
 	// it, and every later one: the failure is the background error (as
 	// RocksDB's SwitchMemtable makes it), so that writes fail with it and
@@ -145,14 +146,11 @@ func (d *DB) openWALLocked(logNum uint64) error {
 		}
 		return err
 	}
-	f, err := create(d.fs, name)
-	if err != nil {
-		return fail(errors.Wrapf(err, "strata: creating WAL %s", name))
-	}
-	if err := d.syncDir(); err != nil {
-		f.Close()
-		_ = d.fs.Remove(name)
-		return fail(err)
+	if f == nil {
+		var err error
+		if f, err = d.createWALFile(logNum); err != nil {
+			return fail(err)
+		}
 	}
 	killpoint.Maybe("wal.rotate")
 	if old := d.mu.log.file; old != nil {
@@ -172,11 +170,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 			_ = d.fs.Remove(name)
 			return fail(errors.Wrapf(err, "strata: syncing WAL %06d.log before replacing it", d.mu.log.num))
 		}
-		if err := old.Close(); err != nil {
-			f.Close()
-			_ = d.fs.Remove(name)
-			return fail(errors.Wrapf(err, "strata: closing WAL %06d.log", d.mu.log.num))
-		}
+		d.closeWALInBackground(d.mu.log.num, old)
 	}
 	d.mu.log.num = logNum
 	d.mu.wals = append(d.mu.wals, logNum)
