@@ -31,6 +31,22 @@ func (cf *ColumnFamily) nextMemTableSizeLocked() int {
 	return size
 }
 
+// prepareNextMemTableLocked readies, on a goroutine of its own, the arena
+// of cf's next memtable (memtable.ArenaPool.Prepare): the rotation that
+// makes it, under the commit lock, then does not take the faults of its
+// first pages. d.mu must be held.
+func (d *DB) prepareNextMemTableLocked(cf *ColumnFamily) {
+	if d.closed.Load() || d.mu.closing || d.opts.ReadOnly {
+		return
+	}
+	size := min(int(cf.writeBufferSize.Load()), max(cf.mu.memNextSize, initialMemTableSize))
+	d.mu.bgWG.Add(1)
+	go func() {
+		defer d.mu.bgWG.Done()
+		d.memPool.Prepare(size)
+	}()
+}
+
 // noteSummaryPrefixLocked takes the summary prefix for cf's memtables to
 // come from m, which is being replaced: the keys written next most likely
 // share what m's keys shared. d.mu must be held.
@@ -109,6 +125,7 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
 	d.startNextWALLocked()
+	d.prepareNextMemTableLocked(cf)
 	return nil
 }
 

@@ -3,10 +3,12 @@
 package memtable
 
 import (
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/stratadb/strata/internal/base"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -115,5 +117,64 @@ func TestPrefaulterOnlyLargeMapped(t *testing.T) {
 	case <-pf.done:
 	default:
 		t.Fatal("the prefaulter runs on after free")
+	}
+}
+
+// Prepare readies an arena off the caller's path: the pooled one when its
+// size matches, a new one otherwise, its first huge page resident. Make of
+// that size takes it, Make of another size does not, and Close frees it.
+func TestPoolPrepare(t *testing.T) {
+	const size = 16 << 20
+	var p ArenaPool
+	p.Prepare(size)
+	require.Equal(t, size, p.PooledBytes())
+	m, reused, err := p.Make(size)
+	require.NoError(t, err)
+	require.False(t, reused, "a new mapping")
+	require.Zero(t, p.PooledBytes())
+	require.True(t, allResident(t, m.arena.buf[:prefaultStep]), "the first pages were not faulted in")
+	require.NotNil(t, m.arena.pf)
+	// It works as any new memtable.
+	fillAndCheck(t, m, 1000)
+	first := &m.arena.buf[0]
+
+	p.Put(m)
+	p.Prepare(size)
+	require.Equal(t, size, p.PooledBytes(), "the pooled arena became the prepared one")
+	m, reused, err = p.Make(size)
+	require.NoError(t, err)
+	require.True(t, reused)
+	require.Same(t, first, &m.arena.buf[0])
+	require.True(t, allResident(t, m.arena.buf[:prefaultStep]))
+	require.Equal(t, uint32(fixedOverhead), m.arena.used(), "a reused arena starts empty")
+	fillAndCheck(t, m, 1000)
+
+	// A prepared arena of another size is left to its Make.
+	p.Prepare(2 * size)
+	m2, reused, err := p.Make(size)
+	require.NoError(t, err)
+	require.False(t, reused)
+	require.Equal(t, 2*size, p.PooledBytes())
+	p.Put(m2)
+	p.Put(m)
+	p.Close()
+	require.Zero(t, p.PooledBytes())
+	p.Prepare(size) // after Close: nothing
+	require.Zero(t, p.PooledBytes())
+}
+
+// fillAndCheck adds n entries to the empty memtable m and reads them back.
+func fillAndCheck(t *testing.T, m *MemTable, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		k := []byte(fmt.Sprintf("key%06d", i))
+		require.NoError(t, m.Add(base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), k))
+	}
+	require.Equal(t, uint64(n), m.numEntries.Load())
+	for i := 0; i < n; i++ {
+		k := []byte(fmt.Sprintf("key%06d", i))
+		v, _, _, found := m.Get(k, base.MaxSeqNum)
+		require.True(t, found)
+		require.Equal(t, k, v)
 	}
 }
