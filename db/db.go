@@ -217,10 +217,9 @@ type DB struct {
 		// max_total_wal_size; 0 for those found at Open).
 		wals      []uint64
 		walStarts []uint64
-		// walNext is the WAL being created ahead of the next rotation,
-		// and walClosing the retired WALs whose background close is not
-		// done, each with a channel closed when it is (wal_rotate.go).
-		walNext    *preparedWAL
+		// walClosing holds the retired WALs whose background close is
+		// not done, each with a channel closed when it is
+		// (wal_rotate.go).
 		walClosing map[uint64]chan struct{}
 	}
 
@@ -340,7 +339,6 @@ func (d *DB) Close() error {
 		}
 	}
 	d.deleteObsoleteFilesLocked()
-	err = errors.CombineErrors(err, d.dropNextWALLocked())
 	if d.mu.log.file != nil {
 		err = errors.CombineErrors(err, d.mu.log.writer.Flush())
 		if serr := d.syncLogLocked(); serr != nil {

@@ -21,13 +21,11 @@ import (
 )
 
 // watchFS records every change made through it once closed is set, and
-// calls onCreate (when set) before each Create. onCreate is atomic: the DB
-// creates files on its own goroutines (the WAL created ahead) while a test
-// sets it.
+// calls onCreate (when set) before each Create.
 type watchFS struct {
 	vfs.FS
 	closed   atomic.Bool
-	onCreate atomic.Pointer[func(name string)]
+	onCreate func(name string)
 	mu       sync.Mutex
 	late     []string // changes made after closed was set
 }
@@ -47,8 +45,8 @@ func (w *watchFS) lateChanges() []string {
 }
 
 func (w *watchFS) Create(name string) (vfs.File, error) {
-	if f := w.onCreate.Load(); f != nil {
-		(*f)(name)
+	if w.onCreate != nil {
+		w.onCreate(name)
 	}
 	w.note("create", name)
 	f, err := w.FS.Create(name)
@@ -102,7 +100,7 @@ func TestCloseWaitsForCompactRange(t *testing.T) {
 	}
 	var armed atomic.Bool
 	inCompaction := make(chan struct{})
-	onCreate := func(name string) {
+	fs.onCreate = func(name string) {
 		if !strings.HasSuffix(name, ".sst") || !armed.CompareAndSwap(true, false) {
 			return
 		}
@@ -113,7 +111,6 @@ func TestCloseWaitsForCompactRange(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	fs.onCreate.Store(&onCreate)
 	armed.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- d.CompactRange(nil, nil) }()

@@ -10,7 +10,6 @@ import (
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/record"
 	"github.com/stratadb/strata/internal/version"
-	"github.com/stratadb/strata/internal/vfs"
 )
 
 // initialMemTableSize is the arena size of the first memtable the write
@@ -110,11 +109,8 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	if err != nil {
 		return err
 	}
-	logNum, f := d.takeNextWALLocked()
-	if logNum == 0 {
-		logNum = d.mu.versions.NextFileNum()
-	}
-	if err := d.openWALLocked(logNum, f); err != nil {
+	logNum := d.mu.versions.NextFileNum()
+	if err := d.openWALLocked(logNum); err != nil {
 		next.unref(d) // never shared
 		return err
 	}
@@ -124,7 +120,6 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	d.advanceEmptyFamiliesLocked(logNum)
 	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
-	d.startNextWALLocked()
 	d.prepareNextMemTableLocked(cf)
 	return nil
 }
@@ -143,11 +138,10 @@ func (d *DB) advanceEmptyFamiliesLocked(logNum uint64) {
 	}
 }
 
-// openWALLocked makes WAL logNum the current one: f when it was created
-// ahead (startNextWALLocked), otherwise one created now. The previous WAL is
-// synced here and closed in the background (its contents are already
-// flushed to the OS). d.mu must be held.
-func (d *DB) openWALLocked(logNum uint64, f vfs.File) error {
+// openWALLocked creates WAL logNum and makes it the current one. The
+// previous WAL is synced here and closed in the background (its contents
+// are already flushed to the OS). d.mu must be held.
+func (d *DB) openWALLocked(logNum uint64) error {
 	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
 	// A rotation that cannot make its new WAL fails the write that needed
 	// it, and every later one: the failure is the background error (as
@@ -163,11 +157,9 @@ func (d *DB) openWALLocked(logNum uint64, f vfs.File) error {
 		}
 		return err
 	}
-	if f == nil {
-		var err error
-		if f, err = d.createWALFile(logNum); err != nil {
-			return fail(err)
-		}
+	f, err := d.createWALFile(logNum)
+	if err != nil {
+		return fail(err)
 	}
 	killpoint.Maybe("wal.rotate")
 	if old := d.mu.log.file; old != nil {
