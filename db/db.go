@@ -224,6 +224,10 @@ type DB struct {
 		// recycleWALs are obsolete WALs kept for the next rotations to
 		// overwrite (Options.RecycleLogFileNum), oldest first.
 		recycleWALs []uint64
+		// walClosing holds the retired WALs whose background close is
+		// not done, each with a channel closed when it is
+		// (wal_rotate.go).
+		walClosing map[uint64]chan struct{}
 	}
 
 	// txnLocks are the pessimistic transactions' key locks, made on first

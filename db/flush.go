@@ -29,6 +29,22 @@ func (cf *ColumnFamily) nextMemTableSizeLocked() int {
 	return size
 }
 
+// prepareNextMemTableLocked readies, on a goroutine of its own, the arena
+// of cf's next memtable (memtable.ArenaPool.Prepare): the rotation that
+// makes it, under the commit lock, then does not take the faults of its
+// first pages. d.mu must be held.
+func (d *DB) prepareNextMemTableLocked(cf *ColumnFamily) {
+	if d.closed.Load() || d.mu.closing || d.opts.ReadOnly {
+		return
+	}
+	size := min(int(cf.writeBufferSize.Load()), max(cf.mu.memNextSize, initialMemTableSize))
+	d.mu.bgWG.Add(1)
+	go func() {
+		defer d.mu.bgWG.Done()
+		d.memPool.Prepare(size)
+	}()
+}
+
 // noteSummaryPrefixLocked takes the summary prefix for cf's memtables to
 // come from m, which is being replaced: the keys written next most likely
 // share what m's keys shared. d.mu must be held.
@@ -107,6 +123,7 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	d.advanceEmptyFamiliesLocked(logNum)
 	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
+	d.prepareNextMemTableLocked(cf)
 	return nil
 }
 
@@ -138,9 +155,9 @@ func (d *DB) advanceEmptyFamiliesLocked(logNum uint64) {
 	}
 }
 
-// openWALLocked creates WAL logNum and makes it the current one, closing the
-// previous WAL (its contents are already flushed to the OS). d.mu must be
-// held.
+// openWALLocked creates WAL logNum and makes it the current one. The
+// previous WAL is synced here and closed in the background (its contents
+// are already flushed to the OS). d.mu must be held.
 func (d *DB) openWALLocked(logNum uint64) error {
 	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
 	// A rotation that cannot make its new WAL fails the write that needed
@@ -157,13 +174,8 @@ func (d *DB) openWALLocked(logNum uint64) error {
 		}
 		return err
 	}
-	f, err := d.createWALFileLocked(name)
+	f, err := d.createWALFile(logNum)
 	if err != nil {
-		return fail(errors.Wrapf(err, "strata: creating WAL %s", name))
-	}
-	if err := d.syncDir(); err != nil {
-		f.Close()
-		_ = d.fs.Remove(name)
 		return fail(err)
 	}
 	killpoint.Maybe("wal.rotate")
@@ -184,11 +196,7 @@ func (d *DB) openWALLocked(logNum uint64) error {
 			_ = d.fs.Remove(name)
 			return fail(errors.Wrapf(err, "strata: syncing WAL %06d.log before replacing it", d.mu.log.num))
 		}
-		if err := old.Close(); err != nil {
-			f.Close()
-			_ = d.fs.Remove(name)
-			return fail(errors.Wrapf(err, "strata: closing WAL %06d.log", d.mu.log.num))
-		}
+		d.closeWALInBackground(d.mu.log.num, old)
 	}
 	d.mu.log.num = logNum
 	d.mu.wals = append(d.mu.wals, logNum)

@@ -52,17 +52,21 @@ func (d *DB) deleteObsoleteFilesLocked() {
 	if len(d.mu.obsoleteWALs) > 0 {
 		kept := d.mu.obsoleteWALs[:0]
 		for _, num := range d.mu.obsoleteWALs {
+			d.waitWALClosedLocked(num)
 			if d.removeFile(base.FileKindLog, num) != nil {
 				kept = append(kept, num)
 			}
 		}
 		d.mu.obsoleteWALs = kept
 	}
-	// An obsolete WAL is closed already: rotation closes the old WAL
-	// before the new one becomes current.
+	// An obsolete WAL is closed, or being closed in the background
+	// (closeWALInBackground): its removal waits for the close.
 	minLog := d.minUnflushedLogLocked()
 	n := 0
 	for n < len(d.mu.wals) && d.mu.wals[n] < minLog {
+		// Kept or removed, the file's background close is done first: a
+		// recycled WAL is reopened and overwritten by the next rotation.
+		d.waitWALClosedLocked(d.mu.wals[n])
 		if d.keepWALForRecycleLocked(d.mu.wals[n]) {
 			n++
 			continue

@@ -61,6 +61,9 @@ type arena struct {
 	mapped bool
 	// state is set by free; a second free is a bug (double unmap).
 	state *arenaState
+	// pf faults a mapped arena's pages in ahead of alloc; nil for heap
+	// and small arenas, and while the arena is retired.
+	pf *prefaulter
 }
 
 // arenaState is kept apart from the arena so that the garbage collector's
@@ -69,6 +72,8 @@ type arena struct {
 type arenaState struct {
 	buf   []byte
 	freed atomic.Bool
+	// pf is the arena's prefaulter, stopped before the unmap.
+	pf atomic.Pointer[prefaulter]
 }
 
 // release unmaps s's mapping unless it was released before; it reports
@@ -77,6 +82,7 @@ func (s *arenaState) release() bool {
 	if !s.freed.CompareAndSwap(false, true) {
 		return false
 	}
+	s.pf.Load().stop()
 	offheap.Unmap(s.buf)
 	return true
 }
@@ -120,6 +126,7 @@ func newMappedArena(size uint32) *arena {
 	// after the arena becomes unreachable.
 	runtime.AddCleanup(a, func(s *arenaState) { s.release() }, a.state)
 	adviseHugePages(a.buf)
+	a.startPrefault()
 	a.n.Store(arenaReserved)
 	return a
 }
@@ -151,6 +158,22 @@ func poison(b []byte) {
 	}
 }
 
+// startPrefault gives a mapped arena that is about to be written a
+// prefaulter (see prefaulter).
+func (a *arena) startPrefault() {
+	a.pf = newPrefaulter(a.buf)
+	a.state.pf.Store(a.pf)
+}
+
+// stopPrefault stops the arena's prefaulter, if any, and waits for it.
+func (a *arena) stopPrefault() {
+	a.pf.stop()
+	a.pf = nil
+	if a.state != nil {
+		a.state.pf.Store(nil)
+	}
+}
+
 // used returns the number of bytes handed out so far.
 func (a *arena) used() uint32 { return a.n.Load() }
 
@@ -164,6 +187,9 @@ func (a *arena) alloc(size uint64) (off uint32, ok bool) {
 		return 0, false
 	}
 	a.n.Store(uint32(end))
+	if a.pf != nil {
+		a.pf.maybeKick(uint32(end))
+	}
 	return uint32(start), true
 }
 
@@ -179,6 +205,9 @@ func (a *arena) allocConcurrent(size uint64) (off uint32, ok bool) {
 			return 0, false
 		}
 		if a.n.CompareAndSwap(n, uint32(end)) {
+			if a.pf != nil {
+				a.pf.maybeKick(uint32(end))
+			}
 			return uint32(start), true
 		}
 	}

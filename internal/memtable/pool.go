@@ -31,6 +31,12 @@ type ArenaPool struct {
 	mu     sync.Mutex
 	slot   *arena
 	closed bool
+	// ready is the arena Prepare readied for the next Make of its size
+	// (readyReused: it was the pooled one); preparing is set while a
+	// Prepare runs.
+	ready       *arena
+	readyReused bool
+	preparing   bool
 }
 
 // Make is the package's Make, taking the pooled arena when its size is
@@ -42,6 +48,13 @@ func (p *ArenaPool) Make(arenaSize int) (m *MemTable, reused bool, err error) {
 	if int64(arenaSize) <= MaxArenaSize {
 		size := max(arenaSize, fixedOverhead)
 		p.mu.Lock()
+		if a := p.ready; a != nil && len(a.buf) == size {
+			p.ready = nil
+			reused = p.readyReused
+			p.mu.Unlock()
+			m, err = makeWith(a)
+			return m, reused && err == nil, err
+		}
 		a := p.slot
 		if a != nil && len(a.buf) == size {
 			p.slot = nil
@@ -61,6 +74,59 @@ func (p *ArenaPool) Make(arenaSize int) (m *MemTable, reused bool, err error) {
 	}
 	m, err = makeWith(newMappedArena(uint32(max(arenaSize, fixedOverhead))))
 	return m, false, err
+}
+
+// Prepare readies an arena for a later Make of arenaSize, so that Make's
+// caller does not take the faults of the arena's first pages: the pooled
+// arena when it has that size, otherwise a new mapping, with its first
+// huge page faulted in (and its prefaulter started). The first store into
+// an arena faults in, and zeroes, a whole huge page; on a busy machine that
+// took milliseconds, and the db makes its memtables under the commit lock,
+// so it calls Prepare on a goroutine of its own after each rotation. One
+// arena is kept ready: a Prepare replaces an earlier one of another size,
+// and does nothing when one of the size is ready or another Prepare runs.
+// Arenas too small for huge pages, or that are not mappings, are not
+// prepared.
+func (p *ArenaPool) Prepare(arenaSize int) {
+	if int64(arenaSize) > MaxArenaSize || !offheap.Enabled || !canPopulate {
+		return
+	}
+	size := max(arenaSize, fixedOverhead)
+	if size < prefaultMinSize {
+		return
+	}
+	p.mu.Lock()
+	if p.closed || p.preparing || (p.ready != nil && len(p.ready.buf) == size) {
+		p.mu.Unlock()
+		return
+	}
+	p.preparing = true
+	a, reused := p.slot, false
+	if a != nil && len(a.buf) == size {
+		p.slot, reused = nil, true
+	} else {
+		a = nil
+	}
+	p.mu.Unlock()
+	if reused {
+		a.reuse()
+	} else {
+		a = newMappedArena(uint32(size))
+	}
+	if a.mapped {
+		_ = populate(a.buf[:min(len(a.buf), prefaultStep)]) // only advice
+	}
+	p.mu.Lock()
+	p.preparing = false
+	old := p.ready
+	if p.closed {
+		old, a = a, nil
+	}
+	p.ready, p.readyReused = a, reused
+	p.mu.Unlock()
+	if old != nil {
+		old.free() // its prefaulter stops first
+	}
 }
 
 // Put retires m and keeps its arena for a later Make of the same size,
@@ -84,14 +150,17 @@ func (p *ArenaPool) Put(m *MemTable) {
 	}
 }
 
-// Drop frees the pooled arena, if any.
+// Drop frees the pooled arena and the prepared one, if any.
 func (p *ArenaPool) Drop() {
 	p.mu.Lock()
-	a := p.slot
-	p.slot = nil
+	a, r := p.slot, p.ready
+	p.slot, p.ready = nil, nil
 	p.mu.Unlock()
 	if a != nil {
 		a.free()
+	}
+	if r != nil {
+		r.free()
 	}
 }
 
@@ -105,14 +174,19 @@ func (p *ArenaPool) Close() {
 	p.Drop()
 }
 
-// PooledBytes returns the size of the arena the pool holds, 0 if none.
+// PooledBytes returns the size of the arenas the pool holds (the pooled
+// one and the prepared one), 0 if none.
 func (p *ArenaPool) PooledBytes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	n := 0
 	if p.slot != nil {
-		return len(p.slot.buf)
+		n += len(p.slot.buf)
 	}
-	return 0
+	if p.ready != nil {
+		n += len(p.ready.buf)
+	}
+	return n
 }
 
 // retire prepares the arena of a memtable nobody reads any more for the
@@ -121,6 +195,9 @@ func (p *ArenaPool) PooledBytes() int {
 // late reader sees garbage.
 func (a *arena) retire() {
 	if a.mapped {
+		// The prefaulter stops first: a populate after the drop
+		// would make the parked pages resident again.
+		a.stopPrefault()
 		offheap.Park(a.buf)
 		return
 	}
@@ -136,6 +213,7 @@ func (a *arena) retire() {
 func (a *arena) reuse() {
 	if a.mapped {
 		offheap.Unpark(a.buf)
+		a.startPrefault()
 	} else {
 		clear(a.buf[:a.used()])
 	}
