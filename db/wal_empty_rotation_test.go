@@ -23,19 +23,6 @@ func filesWithPrefix(t *testing.T, fs vfs.FS, dir, prefix string) []string {
 	return out
 }
 
-func walFiles(t *testing.T, fs vfs.FS, dir string) []string {
-	t.Helper()
-	names, err := fs.List(dir)
-	require.NoError(t, err)
-	var logs []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			logs = append(logs, n)
-		}
-	}
-	return logs
-}
-
 // TestFlushOfSeveralFamiliesStartsOneWAL: the OPTIONS files that family
 // creations rewrite go as they are replaced (all but the newest two), not
 // only at the next Open. And when several families are
@@ -46,7 +33,7 @@ func walFiles(t *testing.T, fs vfs.FS, dir string) []string {
 // crash image still recover.
 func TestFlushOfSeveralFamiliesStartsOneWAL(t *testing.T) {
 	fs := vfs.NewMem()
-	d, err := db.Open("/db", &db.Options{FS: fs, CreateIfMissing: true})
+	d, err := db.Open(cfDir, &db.Options{FS: fs, CreateIfMissing: true})
 	require.NoError(t, err)
 	var cfs []*db.ColumnFamily
 	for i := 0; i < 3; i++ {
@@ -56,12 +43,12 @@ func TestFlushOfSeveralFamiliesStartsOneWAL(t *testing.T) {
 		require.NoError(t, cf.Put([]byte("k"), []byte(cf.Name()), nil))
 	}
 	require.NoError(t, d.Put([]byte("k"), []byte("default"), nil))
-	require.Len(t, filesWithPrefix(t, fs, "/db", "OPTIONS-"), 2,
+	require.Len(t, filesWithPrefix(t, fs, cfDir, "OPTIONS-"), 2,
 		"each CreateColumnFamily rewrites OPTIONS; all but the newest two go")
 	require.NoError(t, d.Close())
-	require.Len(t, walFiles(t, fs, "/db"), 1, "Close left empty WALs behind")
+	require.Len(t, listFiles(t, fs, ".log"), 1, "Close left empty WALs behind")
 
-	d, err = db.Open("/db", &db.Options{FS: fs})
+	d, err = db.Open(cfDir, &db.Options{FS: fs})
 	require.NoError(t, err)
 	cfs = d.ColumnFamilies()[1:]
 	// A flush of each family in turn with writes between them: every
@@ -74,7 +61,7 @@ func TestFlushOfSeveralFamiliesStartsOneWAL(t *testing.T) {
 	img := fs.CrashClone()
 	require.NoError(t, d.Close())
 
-	r, err := db.Open("/db", &db.Options{FS: img})
+	r, err := db.Open(cfDir, &db.Options{FS: img})
 	require.NoError(t, err)
 	for i, cf := range r.ColumnFamilies() {
 		want := "default"
