@@ -21,8 +21,16 @@ import (
 // WALs.
 func TestMappedWALLargeRecords(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(dir, &Options{CreateIfMissing: true, WriteBufferSize: 64 << 20})
+	// The copy below is taken file by file: no flush or compaction may
+	// change the directory meanwhile. So compactions are off, and flushes
+	// first grow the memtable to the full write buffer (each memtable's
+	// arena is twice the last one's), which the writes then fit in.
+	d, err := Open(dir, &Options{CreateIfMissing: true, WriteBufferSize: 64 << 20, DisableAutoCompactions: true})
 	require.NoError(t, err)
+	for size := initialMemTableSize; size < 64<<20; size *= 2 {
+		require.NoError(t, d.Put([]byte("warm"), []byte("up"), nil))
+		require.NoError(t, d.Flush())
+	}
 	value := func(i, n int) []byte {
 		return bytes.Repeat([]byte{byte('a' + i%26)}, n)
 	}
