@@ -189,38 +189,79 @@ func (fi memFileInfo) Sys() any           { return nil }
 // durable bytes (see the MemFS durability model). Locks and open handles are
 // not carried over; m itself is unchanged and stays usable. The clone has
 // the same strictness as m, and everything in it starts out durable.
+//
+// The clone is one instant, as a power loss is: every directory sync and
+// file Sync happened wholly before it or wholly after. So the durable state
+// is taken at a single cut, with m.mu (directory syncs take it) and every
+// file's dataMu (file syncs take it) held together, and copied afterwards:
+// durable bytes are never modified, so the slices taken at the cut stay
+// what they were. Taken one file at a time, a sync of file B that followed
+// a sync of file A could land in the clone without A's (the clone reading A
+// before, and B after, both syncs): an image no power loss leaves.
 func (m *MemFS) CrashClone() *MemFS {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	c := NewMem()
 	c.lax = m.lax
 	// A node reachable twice (a rename across two directories that were
 	// both synced) stays one node, as a hard link would.
 	clones := make(map[*memNode]*memNode)
-	c.mu.root = cloneDurable(m.mu.root, clones)
+	var files []cutFile
+	m.mu.Lock()
+	c.mu.root = cloneDurable(m.mu.root, clones, &files)
+	// The cut: lock every file, then take each one's durable slices. No
+	// other path holds a dataMu while it waits for m.mu or for another
+	// file's dataMu, so holding them all cannot deadlock.
+	for _, f := range files {
+		f.src.dataMu.RLock()
+	}
+	for i := range files {
+		f := &files[i]
+		f.data, f.under, f.dst.modTime = f.src.durableData, f.src.durableUnder, f.src.modTime
+	}
+	for _, f := range files {
+		f.src.dataMu.RUnlock()
+	}
+	m.mu.Unlock()
+	for i, f := range files {
+		data := append([]byte(nil), f.data...)
+		if len(f.under) > len(data) {
+			data = append(data, f.under[len(data):]...)
+		}
+		f.dst.data, f.dst.durableData = data, data
+		if i == 0 && testHookCrashCloneCopied != nil {
+			testHookCrashCloneCopied()
+		}
+	}
 	return c
 }
 
-func cloneDurable(n *memNode, clones map[*memNode]*memNode) *memNode {
+// testHookCrashCloneCopied, set by tests, runs in CrashClone once the first
+// file's bytes are in the clone: a sync it makes must not reach the clone.
+var testHookCrashCloneCopied func()
+
+// cutFile is a file of a crash clone: its node in m, its node in the clone,
+// and the durable slices of src taken at the cut.
+type cutFile struct {
+	src, dst    *memNode
+	data, under []byte
+}
+
+// cloneDurable clones n's durable tree: the directories, and a node for each
+// file that files lists, to be filled at the cut. MemFS.mu must be held.
+func cloneDurable(n *memNode, clones map[*memNode]*memNode, files *[]cutFile) *memNode {
 	if c, ok := clones[n]; ok {
 		return c
 	}
 	if !n.isDir {
-		n.dataMu.RLock()
-		data := append([]byte(nil), n.durableData...)
-		if len(n.durableUnder) > len(data) {
-			data = append(data, n.durableUnder[len(data):]...)
-		}
-		c := &memNode{modTime: n.modTime, data: data, durableData: data}
-		n.dataMu.RUnlock()
+		c := &memNode{} // modTime is taken at the cut, under dataMu
 		clones[n] = c
+		*files = append(*files, cutFile{src: n, dst: c})
 		return c
 	}
 	c := newDirNode()
 	c.modTime = n.modTime
 	clones[n] = c
 	for name, child := range n.durable {
-		cc := cloneDurable(child, clones)
+		cc := cloneDurable(child, clones, files)
 		c.children[name] = cc
 		c.durable[name] = cc
 	}

@@ -1,8 +1,10 @@
 package vfs
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -146,4 +148,109 @@ func TestMemFS_String(t *testing.T) {
 	appendFile(t, f, "xy")
 	require.Equal(t, "/\n  db/\n    a 3 bytes, 3 synced (entry not synced)\n"+
 		"    b 2 bytes, 0 synced (entry not synced)\n", m.String())
+}
+
+// TestMemFS_CrashCloneIsOneInstant syncs files one after the other in the
+// middle of a CrashClone, after the clone has taken the first file's bytes:
+// a power loss is an instant, so the clone may hold a prefix of those syncs
+// but never a later sync without an earlier one. A clone that reads the
+// files one at a time keeps the syncs of every file it reads after the
+// first, and the first one it reads is the last synced only by chance (one
+// in eight here, in each of the rounds).
+func TestMemFS_CrashCloneIsOneInstant(t *testing.T) {
+	const n = 8
+	name := func(i int) string { return fmt.Sprintf("/f%d", i) }
+	for round := 0; round < 16; round++ {
+		m := NewMem()
+		files := make([]File, n)
+		for i := range files {
+			f, err := m.Create(name(i))
+			require.NoError(t, err)
+			appendFile(t, f, "1")
+			require.NoError(t, f.Sync())
+			files[i] = f
+		}
+		syncDir(t, m, "/")
+		var hookErr error
+		testHookCrashCloneCopied = func() {
+			for _, f := range files {
+				if _, err := f.Write([]byte("2")); err != nil {
+					hookErr = err
+					return
+				}
+				if err := f.Sync(); err != nil {
+					hookErr = err
+					return
+				}
+			}
+		}
+		c := m.CrashClone()
+		testHookCrashCloneCopied = nil
+		require.NoError(t, hookErr)
+		got := make([]string, n)
+		for i := range got {
+			got[i] = readFile(t, c, name(i))
+		}
+		k := 0
+		for k < n && got[k] == "12" {
+			k++
+		}
+		for i := k; i < n; i++ {
+			require.Equal(t, "1", got[i], "round %d: the clone holds %s's second sync but not %s's, synced before it: %q", round, name(i), name(k), got)
+		}
+		for i := range files {
+			require.Equal(t, "12", readFile(t, m, name(i)), "the original is unchanged")
+			require.NoError(t, files[i].Close())
+		}
+	}
+}
+
+// TestMemFS_CrashCloneConcurrentSyncs takes clones while another goroutine
+// appends to and syncs two files in turn, a before b: in every clone b is
+// never ahead of a, and a at most one append ahead of b.
+func TestMemFS_CrashCloneConcurrentSyncs(t *testing.T) {
+	m := NewMem()
+	a, err := m.Create("/a")
+	require.NoError(t, err)
+	b, err := m.Create("/b")
+	require.NoError(t, err)
+	// Files that take time to copy, so that syncs land in the middle of a
+	// clone that copies file by file.
+	for i := 0; i < 16; i++ {
+		writeFile(t, m, fmt.Sprintf("/pad%02d", i), strings.Repeat("x", 64<<10))
+	}
+	syncDir(t, m, "/")
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			for _, f := range []File{a, b} {
+				if _, err := f.Write([]byte("x")); err != nil {
+					done <- err
+					return
+				}
+				if err := f.Sync(); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		c := m.CrashClone()
+		la, lb := len(readFile(t, c, "/a")), len(readFile(t, c, "/b"))
+		if lb > la || la > lb+1 {
+			close(stop)
+			<-done
+			require.Failf(t, "not one instant", "clone %d: a synced %d bytes, b %d (a is synced first, one byte each turn)", i, la, lb)
+		}
+	}
+	close(stop)
+	require.NoError(t, <-done)
 }
