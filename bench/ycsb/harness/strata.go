@@ -83,3 +83,14 @@ func sizeStr(n int64) string {
 	}
 	return fmt.Sprintf("%dMiB", n>>20)
 }
+
+// memReport is what Strata says it holds: memtables (count and arena
+// bytes used), the block cache's charge against its capacity, and the
+// open tables' pinned index and filter bytes.
+func (s *strataKV) memReport() string {
+	m := s.d.Metrics()
+	p := func(name string) string { v, _ := s.d.GetProperty(name); return v }
+	return fmt.Sprintf("memtables=%d (%.1f MB used) block_cache_usage=%s of %s table_readers_mem=%s",
+		m.MemTables.Count, float64(m.MemTables.Size)/(1<<20),
+		p(db.PropBlockCacheUsage), p(db.PropBlockCacheCapacity), p(db.PropTableReadersMem))
+}

@@ -27,6 +27,7 @@ func main() {
 	workloads := flag.String("workloads", "a,b,c,d,e,f", "workloads to run after the load, in order, on the loaded data")
 	cacheMB := flag.Int64("cache_mb", 64, "block cache in MiB (Strata, Pebble, Badger); 0 = each engine's default")
 	memtableMB := flag.Int64("memtable_mb", 64, "memtable size in MiB (Strata, Pebble, Badger); 0 = each engine's default")
+	memtrace := flag.Duration("memtrace", 0, "sample the resident set at this interval and print a breakdown at each phase's peak (MEM lines); 0 = off")
 	flag.Parse()
 	if *dir == "" {
 		fail(fmt.Errorf("-dir is required"))
@@ -55,9 +56,16 @@ func main() {
 		if w == "e" && *opsE > 0 {
 			ppr.Ops = *opsE
 		}
+		var mt *harness.MemTrace
+		if *memtrace > 0 {
+			mt = harness.StartMemTrace(d, *memtrace)
+		}
 		r, err := harness.RunPhase(ctx, ppr, w, d)
 		if err != nil {
 			fail(err)
+		}
+		if mt != nil {
+			fmt.Printf("MEM phase=%s\n%s", phaseName(w), mt.Stop())
 		}
 		report(*engine, *threads, r)
 		if w == "" {
@@ -99,4 +107,11 @@ func report(engine string, threads int, r harness.Result) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "ycsb:", err)
 	os.Exit(1)
+}
+
+func phaseName(w string) string {
+	if w == "" {
+		return "load"
+	}
+	return w
 }
