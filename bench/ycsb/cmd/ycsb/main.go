@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -27,7 +28,23 @@ func main() {
 	workloads := flag.String("workloads", "a,b,c,d,e,f", "workloads to run after the load, in order, on the loaded data")
 	cacheMB := flag.Int64("cache_mb", 64, "block cache in MiB (Strata, Pebble, Badger); 0 = each engine's default")
 	memtableMB := flag.Int64("memtable_mb", 64, "memtable size in MiB (Strata, Pebble, Badger); 0 = each engine's default")
+	traceFile := flag.String("trace", "", "write a Go execution trace (go tool trace) of the whole run to this file")
 	flag.Parse()
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			fail(err)
+		}
+		if err := trace.Start(f); err != nil {
+			fail(err)
+		}
+		defer func() {
+			trace.Stop()
+			if err := f.Close(); err != nil {
+				fail(err)
+			}
+		}()
+	}
 	if *dir == "" {
 		fail(fmt.Errorf("-dir is required"))
 	}
