@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -28,7 +29,23 @@ func main() {
 	cacheMB := flag.Int64("cache_mb", 64, "block cache in MiB (Strata, Pebble, Badger); 0 = each engine's default")
 	memtableMB := flag.Int64("memtable_mb", 64, "memtable size in MiB (Strata, Pebble, Badger); 0 = each engine's default")
 	memtrace := flag.Duration("memtrace", 0, "sample the resident set at this interval and print a breakdown at each phase's peak (MEM lines); 0 = off")
+	traceFile := flag.String("trace", "", "write a Go execution trace (go tool trace) of the whole run to this file")
 	flag.Parse()
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			fail(err)
+		}
+		if err := trace.Start(f); err != nil {
+			fail(err)
+		}
+		defer func() {
+			trace.Stop()
+			if err := f.Close(); err != nil {
+				fail(err)
+			}
+		}()
+	}
 	if *dir == "" {
 		fail(fmt.Errorf("-dir is required"))
 	}
