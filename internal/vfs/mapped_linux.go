@@ -46,7 +46,7 @@ func (fs diskFS) CreateMapped(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mappedFile{f: f, fd: int(f.Fd()), spanSize: spanSize, fallocate: fallocate}
+	m := &mappedFile{f: f, fd: int(f.Fd()), spanSize: spanSize, fallocate: fallocate, pwrite: unix.Pwrite}
 	if err := m.reserve(mapStep); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENODEV) {
@@ -110,6 +110,9 @@ type mappedFile struct {
 	reserveMu sync.Mutex
 	reserved  atomic.Int64
 	fallocate func(fd int, off, n int64) error
+	// pwrite is unix.Pwrite (tests make it fail). Only the writer calls it,
+	// so a test may swap it between writes; the helper goroutine reads fd.
+	pwrite func(fd int, p []byte, off int64) (int, error)
 	// kick wakes the helper, started at the first kick; pos is the write
 	// position it works from; kicked is the half step of the last kick.
 	kick       chan struct{}
@@ -446,7 +449,7 @@ func (m *mappedFile) pwriteAll(b []byte, off int64, paged bool, step func() bool
 				return errKilled
 			}
 		}
-		w, err := unix.Pwrite(m.fd, b[:n], off)
+		w, err := m.pwrite(m.fd, b[:n], off)
 		if err == unix.EINTR {
 			continue
 		}

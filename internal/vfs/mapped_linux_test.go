@@ -364,10 +364,11 @@ func TestMappedFile_PwriteFailureFailsTheFile(t *testing.T) {
 	m, name := mappedOrSkip(t)
 	_, err := m.Write(make([]byte, 100))
 	require.NoError(t, err)
-	fd := m.fd
-	m.fd = -1 // pwrite(2) fails with EBADF
+	// The system's refusal, as pwrite(2) gives it for a bad descriptor. The
+	// descriptor itself stays: the helper goroutine reserves space with it.
+	m.pwrite = func(int, []byte, int64) (int, error) { return 0, unix.EBADF }
 	_, err = m.Write(make([]byte, pwriteMin))
-	m.fd = fd
+	m.pwrite = unix.Pwrite
 	require.ErrorIs(t, err, unix.EBADF)
 	require.ErrorContains(t, err, name)
 	_, err = m.Write([]byte("x"))
