@@ -30,9 +30,13 @@ type FileBounds struct {
 // direction of travel. A file's iterator is closed when the level moves off
 // the file; errors from those closes are kept and returned by Close.
 type Level struct {
-	files  []FileBounds
-	open   func(i int) (Iterator, error)
-	cur    Iterator
+	files []FileBounds
+	open  func(i int) (Iterator, error)
+	cur   Iterator
+	// curKV is cur's KVNexter, or nil when cur has none: looked up once
+	// per file opened, so that NextKV steps within the file through one
+	// call.
+	curKV  KVNexter
 	curIdx int
 	// err is the error of the last positioning call, reset by the next one.
 	err error
@@ -68,7 +72,10 @@ func (l *Level) skipBack(i int) bool {
 	return l.lower != nil && l.cmp.CompareUser(l.files[i].Largest.UserKey, l.lower) < 0
 }
 
-var _ Iterator = (*Level)(nil)
+var (
+	_ Iterator = (*Level)(nil)
+	_ KVNexter = (*Level)(nil)
+)
 
 // NewLevel returns an iterator over the concatenation of files, whose
 // iterators open returns on demand. The Level owns the iterators open
@@ -90,6 +97,7 @@ func (l *Level) load(i int) bool {
 		return false
 	}
 	l.cur, l.curIdx = it, i
+	l.curKV, _ = it.(KVNexter)
 	return true
 }
 
@@ -100,7 +108,7 @@ func (l *Level) closeChild() {
 	if err := l.cur.Close(); err != nil && l.closeErr == nil {
 		l.closeErr = err
 	}
-	l.cur, l.curIdx = nil, -1
+	l.cur, l.curKV, l.curIdx = nil, nil, -1
 }
 
 // settle records the outcome of a positioning call on the child: on an
@@ -199,6 +207,27 @@ func (l *Level) Next() bool {
 	l.err = nil
 	l.valid = l.forward(l.curIdx, l.cur.Next())
 	return l.valid
+}
+
+// NextKV implements KVNexter: within a file, one call to the file's
+// iterator; at the file's end, as Next.
+func (l *Level) NextKV() (base.InternalKey, []byte, bool) {
+	if !l.valid || l.cur == nil {
+		return base.InternalKey{}, nil, false
+	}
+	// l.err is nil while l.valid.
+	if l.curKV != nil {
+		if k, v, ok := l.curKV.NextKV(); ok {
+			return k, v, true
+		}
+		l.valid = l.forward(l.curIdx, false)
+	} else {
+		l.valid = l.forward(l.curIdx, l.cur.Next())
+	}
+	if !l.valid {
+		return base.InternalKey{}, nil, false
+	}
+	return l.cur.Key(), l.cur.Value(), true
 }
 
 // Prev implements Iterator. After a false return it returns false.
