@@ -38,6 +38,12 @@ type Level struct {
 	// call.
 	curKV  KVNexter
 	curIdx int
+	// curBelowUpper: every key of file curIdx is below the upper bound
+	// (or there is none), set when the file is loaded and by SetBounds.
+	// The merging iterator, which gives the level its bounds, then need
+	// not compare each key the level steps to within the file against
+	// the bound (see Merging.step).
+	curBelowUpper bool
 	// err is the error of the last positioning call, reset by the next one.
 	err error
 	// closeErr is the first error returned by a child's Close.
@@ -60,7 +66,19 @@ type Level struct {
 func (l *Level) SetBounds(lower, upper []byte) {
 	l.lower, l.upper = lower, upper
 	l.valid = false
+	l.curBelowUpper = l.curIdx >= 0 && l.belowUpper(l.curIdx)
 }
+
+// belowUpper reports whether file i's largest user key is below the upper
+// bound (true without one).
+func (l *Level) belowUpper(i int) bool {
+	return l.upper == nil || l.cmp.CompareUser(l.files[i].Largest.UserKey, l.upper) < 0
+}
+
+// NextInBounds reports whether the entry the last NextKV or Next moved to
+// lies in the file whose keys are all below the upper bound: a caller
+// that gave the level its bounds need not compare it against the bound.
+func (l *Level) NextInBounds() bool { return l.curBelowUpper }
 
 // skipFwd reports whether file i starts at or past the upper bound.
 func (l *Level) skipFwd(i int) bool {
@@ -87,6 +105,7 @@ func NewLevel(cmp *base.Comparer, files []FileBounds, open func(i int) (Iterator
 // load makes file i the open child. It reports false (and sets l.err) if
 // open fails.
 func (l *Level) load(i int) bool {
+	l.curBelowUpper = l.belowUpper(i)
 	if l.curIdx == i && l.cur != nil {
 		return true
 	}
@@ -109,6 +128,7 @@ func (l *Level) closeChild() {
 		l.closeErr = err
 	}
 	l.cur, l.curKV, l.curIdx = nil, nil, -1
+	l.curBelowUpper = false
 }
 
 // settle records the outcome of a positioning call on the child: on an

@@ -187,6 +187,17 @@ func (m *Merging) outside(i int, lo, hi []byte, hiIncl bool) bool {
 	return false
 }
 
+// sameBound reports whether a and b are the same bound: the same slice
+// (both nil, or the same memory and length). A level's NextInBounds is
+// relative to its own bounds, which are the merge's unless a caller set
+// the level's apart.
+func sameBound(a, b []byte) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // pastUpper reports whether k is at or past the upper bound.
 func (m *Merging) pastUpper(k []byte) bool {
 	return m.upper != nil && m.cmp.CompareUser(k, m.upper) >= 0
@@ -343,25 +354,28 @@ func (m *Merging) Last() bool {
 func (m *Merging) step() bool {
 	cur := m.heap[0]
 	item := &m.items[cur]
-	it := item.iter
 	var valid bool
 	var k base.InternalKey
+	// inBounds: the new entry is known to be below the upper bound (a
+	// level stepping within a file that ends below it).
+	inBounds := false
 	switch {
 	case m.dir < 0:
-		if valid = it.Prev(); valid {
-			k = it.Key()
+		if valid = item.iter.Prev(); valid {
+			k = item.iter.Key()
 		}
 	case item.level != nil:
 		k, _, valid = item.level.NextKV()
+		inBounds = item.level.NextInBounds() && sameBound(item.level.upper, m.upper)
 	case item.kv != nil:
 		k, _, valid = item.kv.NextKV()
 	default:
-		if valid = it.Next(); valid {
-			k = it.Key()
+		if valid = item.iter.Next(); valid {
+			k = item.iter.Key()
 		}
 	}
 	if valid {
-		if (m.dir > 0 && m.pastUpper(k.UserKey)) || (m.dir < 0 && m.belowLower(k.UserKey)) {
+		if (m.dir > 0 && !inBounds && m.pastUpper(k.UserKey)) || (m.dir < 0 && m.belowLower(k.UserKey)) {
 			// Out of range: the child has nothing more for this walk.
 			return m.pop()
 		}
@@ -396,7 +410,7 @@ func (m *Merging) step() bool {
 		}
 		return true
 	}
-	if err := it.Error(); err != nil {
+	if err := item.iter.Error(); err != nil {
 		m.err = err
 		m.heap = m.heap[:0]
 		return false
