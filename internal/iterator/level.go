@@ -39,7 +39,8 @@ type Level struct {
 	curKV  KVNexter
 	curIdx int
 	// curBelowUpper: every key of file curIdx is below the upper bound
-	// (or there is none), set when the file is loaded and by SetBounds.
+	// (or there is none), set by load, which every positioning call goes
+	// through (after SetBounds one must come before a step).
 	// The merging iterator, which gives the level its bounds, then need
 	// not compare each key the level steps to within the file against
 	// the bound (see Merging.step).
@@ -66,7 +67,6 @@ type Level struct {
 func (l *Level) SetBounds(lower, upper []byte) {
 	l.lower, l.upper = lower, upper
 	l.valid = false
-	l.curBelowUpper = l.curIdx >= 0 && l.belowUpper(l.curIdx)
 }
 
 // belowUpper reports whether file i's largest user key is below the upper
@@ -105,8 +105,8 @@ func NewLevel(cmp *base.Comparer, files []FileBounds, open func(i int) (Iterator
 // load makes file i the open child. It reports false (and sets l.err) if
 // open fails.
 func (l *Level) load(i int) bool {
-	l.curBelowUpper = l.belowUpper(i)
 	if l.curIdx == i && l.cur != nil {
+		l.curBelowUpper = l.belowUpper(i)
 		return true
 	}
 	l.closeChild()
@@ -117,6 +117,7 @@ func (l *Level) load(i int) bool {
 	}
 	l.cur, l.curIdx = it, i
 	l.curKV, _ = it.(KVNexter)
+	l.curBelowUpper = l.belowUpper(i)
 	return true
 }
 
