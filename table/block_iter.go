@@ -48,9 +48,12 @@ type blockIter struct {
 	nextOffset int
 	key        []byte
 	keyBuf     []byte
-	val        []byte
-	handle     blockHandle
-	corrupt    bool
+	// valOff and valEnd delimit the current value in data (offsets, not a
+	// slice: a step then writes no pointer, and the garbage collector's
+	// write barrier, on while it marks, costs nothing).
+	valOff, valEnd int
+	handle         blockHandle
+	corrupt        bool
 }
 
 // init points the iterator at block. It returns false when the restart
@@ -154,6 +157,10 @@ func (i *blockIter) restartsValid() bool {
 
 func (i *blockIter) valid() bool { return i.offset >= 0 }
 
+// value is the current entry's value, aliasing the block (its capacity
+// runs to the block's end).
+func (i *blockIter) value() []byte { return i.data[i.valOff:i.valEnd] }
+
 func (i *blockIter) invalidate() { i.offset = -1 }
 
 func (i *blockIter) fail() bool {
@@ -211,13 +218,7 @@ func (i *blockIter) decodeAt(off int) bool {
 	}
 	delta := p[:nonShared]
 	p = p[nonShared:]
-	if shared == 0 {
-		i.key = delta
-	} else {
-		i.keyBuf = append(i.keyBuf[:0], i.key[:shared]...)
-		i.keyBuf = append(i.keyBuf, delta...)
-		i.key = i.keyBuf
-	}
+	i.setKey(shared, delta)
 	if i.deltaValues {
 		vlen = i.decodeIndexValue(p, shared != 0)
 		if vlen < 0 {
@@ -235,9 +236,68 @@ func (i *blockIter) decodeAt(off int) bool {
 			}
 		}
 	}
-	i.val = p[:vlen]
+	i.valOff = i.restartsOff - len(p)
+	i.valEnd = i.valOff + vlen
 	i.offset = off
 	i.nextOffset = i.restartsOff - len(p) + vlen
+	return true
+}
+
+// setKey makes the current key the first shared bytes of the previous one
+// followed by delta. A restart entry (shared 0) aliases the block. When the
+// previous key was itself rebuilt in keyBuf, its shared prefix is already
+// in place there and only delta is copied after it, with keyBuf and key
+// resliced in place (no pointer written, so no write barrier): a run of
+// prefix-compressed keys costs one copy of each entry's own bytes, not of
+// the whole key.
+func (i *blockIter) setKey(shared int, delta []byte) {
+	n := shared + len(delta)
+	switch {
+	case shared == 0:
+		i.key = delta
+	case len(i.keyBuf) == len(i.key) && len(i.key) > 0 && &i.keyBuf[0] == &i.key[0] && n <= cap(i.keyBuf):
+		i.keyBuf = i.keyBuf[:n]
+		copy(i.keyBuf[shared:], delta)
+		i.key = i.key[:n]
+	default:
+		i.keyBuf = append(i.keyBuf[:0], i.key[:shared]...)
+		i.keyBuf = append(i.keyBuf, delta...)
+		i.key = i.keyBuf
+	}
+}
+
+// nextData is next for a data block (values with value_len, no handle to
+// decode). The entry header of almost every entry is two one-byte varints
+// (shared and unshared key lengths under 128) and a value length of one
+// or two bytes (under 16 KiB): that form is decoded here inline, and any
+// other goes through decodeAt.
+func (i *blockIter) nextData() bool {
+	off := i.nextOffset
+	if i.offset < 0 || off >= i.restartsOff {
+		i.invalidate()
+		return false
+	}
+	if i.isIndex || i.deltaValues || off+4 > i.restartsOff {
+		return i.decodeAt(off)
+	}
+	h := i.data[off : off+4 : off+4]
+	shared, nonShared, vlen := int(h[0]), int(h[1]), int(h[2])
+	ks := off + 3
+	if vlen >= 0x80 {
+		vlen = vlen&0x7f | int(h[3])<<7
+		ks++
+		if h[3] >= 0x80 {
+			return i.decodeAt(off)
+		}
+	}
+	end := ks + nonShared + vlen
+	if (h[0]|h[1])&0x80 != 0 || shared > len(i.key) || end > i.restartsOff {
+		return i.decodeAt(off)
+	}
+	i.setKey(shared, i.data[ks:ks+nonShared:ks+nonShared])
+	i.valOff, i.valEnd = ks+nonShared, end
+	i.offset = off
+	i.nextOffset = end
 	return true
 }
 

@@ -50,11 +50,11 @@ func TestBlockIter_DamagedBothWays(t *testing.T) {
 		}
 		var fwd, bwd []string
 		for ok := it.first(); ok && len(fwd) < 1000; ok = it.next() {
-			fwd = append(fwd, string(it.key)+"="+string(it.val))
+			fwd = append(fwd, string(it.key)+"="+string(it.value()))
 		}
 		fc := it.corrupt
 		for ok := it.last(); ok && len(bwd) < 1000; ok = it.prev() {
-			bwd = append(bwd, string(it.key)+"="+string(it.val))
+			bwd = append(bwd, string(it.key)+"="+string(it.value()))
 		}
 		bc := it.corrupt
 		if fc || bc {

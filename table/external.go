@@ -86,10 +86,10 @@ func (r *Reader) readPropertiesBlock(h blockHandle) ([]byte, error) {
 		return nil, err
 	}
 	for ok := it.first(); ok; ok = it.next() {
-		if string(it.key) != propGlobalSeqNo || len(it.val) != 8 {
+		if string(it.key) != propGlobalSeqNo || len(it.value()) != 8 {
 			continue
 		}
-		off := cap(data) - cap(it.val)
+		off := cap(data) - cap(it.value())
 		if off < 0 || off+8 > len(data) {
 			return nil, err
 		}

@@ -250,7 +250,7 @@ func TestExternalGlobalSeqnoWrittenInPlace(t *testing.T) {
 	off := -1
 	for ok := it.first(); ok; ok = it.next() {
 		if string(it.key) == propGlobalSeqNo {
-			off = int(h.offset) + cap(block) - cap(it.val)
+			off = int(h.offset) + cap(block) - cap(it.value())
 		}
 	}
 	require.Positive(t, off)

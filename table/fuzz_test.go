@@ -97,14 +97,14 @@ type blockEntry struct {
 func walkBlock(t *testing.T, it *blockIter) (fwd []blockEntry, ok bool) {
 	const limit = 5000
 	for valid := it.first(); valid && len(fwd) < limit; valid = it.next() {
-		fwd = append(fwd, blockEntry{bytes.Clone(it.key), bytes.Clone(it.val), it.handle})
+		fwd = append(fwd, blockEntry{bytes.Clone(it.key), bytes.Clone(it.value()), it.handle})
 	}
 	if it.corrupt || len(fwd) == limit {
 		return nil, false
 	}
 	var bwd []blockEntry
 	for valid := it.last(); valid && len(bwd) < limit; valid = it.prev() {
-		bwd = append(bwd, blockEntry{bytes.Clone(it.key), bytes.Clone(it.val), it.handle})
+		bwd = append(bwd, blockEntry{bytes.Clone(it.key), bytes.Clone(it.value()), it.handle})
 	}
 	if it.corrupt {
 		return nil, false

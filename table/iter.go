@@ -340,10 +340,19 @@ func (it *Iter) Last() bool {
 
 // Next implements iterator.Iterator.
 func (it *Iter) Next() bool {
-	if it.settle(it.data.next()) {
+	if it.settle(it.data.nextData()) {
 		return true
 	}
 	return it.err == nil && it.forward()
+}
+
+// NextKV implements iterator.KVNexter: Next, then Key and Value, in one
+// call.
+func (it *Iter) NextKV() (InternalKey, []byte, bool) {
+	if !it.settle(it.data.nextData()) && (it.err != nil || !it.forward()) {
+		return InternalKey{}, nil, false
+	}
+	return it.Key(), it.data.value(), true
 }
 
 // Prev implements iterator.Iterator.
@@ -411,7 +420,7 @@ func (it *Iter) Key() InternalKey {
 }
 
 // Value implements iterator.Iterator.
-func (it *Iter) Value() []byte { return it.data.val }
+func (it *Iter) Value() []byte { return it.data.value() }
 
 // Error implements iterator.Iterator.
 func (it *Iter) Error() error { return it.err }

@@ -219,7 +219,7 @@ func decodeProperties(block []byte) (*Properties, string) {
 			return nil, "properties unsorted"
 		}
 		last = append(last[:0], it.key...)
-		if !p.set(string(it.key), bytes.Clone(it.val)) {
+		if !p.set(string(it.key), bytes.Clone(it.value())) {
 			return nil, "bad value of property " + string(it.key)
 		}
 	}

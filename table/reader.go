@@ -269,7 +269,7 @@ func (r *Reader) readMetaindex() error {
 	}
 	r.metaHandles = make(map[string]blockHandle)
 	for ok := it.first(); ok; ok = it.next() {
-		mh, n := decodeHandle(it.val)
+		mh, n := decodeHandle(it.value())
 		if n <= 0 {
 			return r.corruptf("bad handle in metaindex block at offset %d", h.offset)
 		}
@@ -483,7 +483,7 @@ func (r *Reader) readRangeDels() error {
 			seq = r.globalSeq
 		}
 		r.tombstones = append(r.tombstones, base.Tombstone{
-			Start: bytes.Clone(k.UserKey), End: bytes.Clone(it.val), Seq: seq})
+			Start: bytes.Clone(k.UserKey), End: bytes.Clone(it.value()), Seq: seq})
 	}
 	if it.corrupt {
 		return r.corruptf("bad range deletion block at offset %d", h.offset)

@@ -42,3 +42,12 @@ type Iterator interface {
 	Error() error
 	Close() error
 }
+
+// KVNexter is an Iterator that can also step forward and return the new
+// entry's key and value in one call: NextKV is Next followed, when it
+// returns true, by Key and Value (an Iterator may implement it to spare
+// its callers two further calls through the interface per entry). It has
+// Next's contract; after a false return Error reports why, as after Next.
+type KVNexter interface {
+	NextKV() (base.InternalKey, []byte, bool)
+}

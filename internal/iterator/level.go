@@ -30,10 +30,21 @@ type FileBounds struct {
 // direction of travel. A file's iterator is closed when the level moves off
 // the file; errors from those closes are kept and returned by Close.
 type Level struct {
-	files  []FileBounds
-	open   func(i int) (Iterator, error)
-	cur    Iterator
+	files []FileBounds
+	open  func(i int) (Iterator, error)
+	cur   Iterator
+	// curKV is cur's KVNexter, or nil when cur has none: looked up once
+	// per file opened, so that NextKV steps within the file through one
+	// call.
+	curKV  KVNexter
 	curIdx int
+	// curBelowUpper: every key of file curIdx is below the upper bound
+	// (or there is none), set by load, which every positioning call goes
+	// through (after SetBounds one must come before a step).
+	// The merging iterator, which gives the level its bounds, then need
+	// not compare each key the level steps to within the file against
+	// the bound (see Merging.step).
+	curBelowUpper bool
 	// err is the error of the last positioning call, reset by the next one.
 	err error
 	// closeErr is the first error returned by a child's Close.
@@ -58,6 +69,17 @@ func (l *Level) SetBounds(lower, upper []byte) {
 	l.valid = false
 }
 
+// belowUpper reports whether file i's largest user key is below the upper
+// bound (true without one).
+func (l *Level) belowUpper(i int) bool {
+	return l.upper == nil || l.cmp.CompareUser(l.files[i].Largest.UserKey, l.upper) < 0
+}
+
+// NextInBounds reports whether the entry the last NextKV or Next moved to
+// lies in the file whose keys are all below the upper bound: a caller
+// that gave the level its bounds need not compare it against the bound.
+func (l *Level) NextInBounds() bool { return l.curBelowUpper }
+
 // skipFwd reports whether file i starts at or past the upper bound.
 func (l *Level) skipFwd(i int) bool {
 	return l.upper != nil && l.cmp.CompareUser(l.files[i].Smallest.UserKey, l.upper) >= 0
@@ -68,7 +90,10 @@ func (l *Level) skipBack(i int) bool {
 	return l.lower != nil && l.cmp.CompareUser(l.files[i].Largest.UserKey, l.lower) < 0
 }
 
-var _ Iterator = (*Level)(nil)
+var (
+	_ Iterator = (*Level)(nil)
+	_ KVNexter = (*Level)(nil)
+)
 
 // NewLevel returns an iterator over the concatenation of files, whose
 // iterators open returns on demand. The Level owns the iterators open
@@ -81,6 +106,7 @@ func NewLevel(cmp *base.Comparer, files []FileBounds, open func(i int) (Iterator
 // open fails.
 func (l *Level) load(i int) bool {
 	if l.curIdx == i && l.cur != nil {
+		l.curBelowUpper = l.belowUpper(i)
 		return true
 	}
 	l.closeChild()
@@ -90,6 +116,8 @@ func (l *Level) load(i int) bool {
 		return false
 	}
 	l.cur, l.curIdx = it, i
+	l.curKV, _ = it.(KVNexter)
+	l.curBelowUpper = l.belowUpper(i)
 	return true
 }
 
@@ -100,7 +128,8 @@ func (l *Level) closeChild() {
 	if err := l.cur.Close(); err != nil && l.closeErr == nil {
 		l.closeErr = err
 	}
-	l.cur, l.curIdx = nil, -1
+	l.cur, l.curKV, l.curIdx = nil, nil, -1
+	l.curBelowUpper = false
 }
 
 // settle records the outcome of a positioning call on the child: on an
@@ -199,6 +228,27 @@ func (l *Level) Next() bool {
 	l.err = nil
 	l.valid = l.forward(l.curIdx, l.cur.Next())
 	return l.valid
+}
+
+// NextKV implements KVNexter: within a file, one call to the file's
+// iterator; at the file's end, as Next.
+func (l *Level) NextKV() (base.InternalKey, []byte, bool) {
+	if !l.valid || l.cur == nil {
+		return base.InternalKey{}, nil, false
+	}
+	// l.err is nil while l.valid.
+	if l.curKV != nil {
+		if k, v, ok := l.curKV.NextKV(); ok {
+			return k, v, true
+		}
+		l.valid = l.forward(l.curIdx, false)
+	} else {
+		l.valid = l.forward(l.curIdx, l.cur.Next())
+	}
+	if !l.valid {
+		return base.InternalKey{}, nil, false
+	}
+	return l.cur.Key(), l.cur.Value(), true
 }
 
 // Prev implements Iterator. After a false return it returns false.

@@ -70,13 +70,33 @@ type Span struct {
 
 type mergeItem struct {
 	iter Iterator
-	key  base.InternalKey
-	span Span
+	// level and kv are iter as a *Level and as a KVNexter (nil when it is
+	// not one), found once at Init: a forward step calls the level's
+	// NextKV directly, or the child's NextKV, in place of Next and Key
+	// through the interface.
+	level *Level
+	kv    KVNexter
+	key   base.InternalKey
+	span  Span
 	// hasSpan: span is known.
 	hasSpan bool
 }
 
 var _ Iterator = (*Merging)(nil)
+
+// setKey caches k, the child's new key. A child's successive keys often
+// share their memory (a table's keys rebuilt in one buffer): then only the
+// length and trailer change, and no pointer is written (a pointer write
+// pays the garbage collector's write barrier while it marks).
+func (it *mergeItem) setKey(k base.InternalKey) {
+	old := it.key.UserKey
+	if n := len(k.UserKey); n > 0 && len(old) > 0 && n <= cap(old) && &old[0] == &k.UserKey[0] {
+		it.key.UserKey = old[:n]
+	} else {
+		it.key.UserKey = k.UserKey
+	}
+	it.key.Trailer = k.Trailer
+}
 
 // NewMerging returns a merging iterator over iters, which it owns: Close
 // closes them. Keys order by cmp (nil: bytewise).
@@ -97,6 +117,10 @@ func (m *Merging) Init(cmp *base.Comparer, iters ...Iterator) {
 	m.items = m.items[:len(iters)]
 	for i, it := range iters {
 		m.items[i] = mergeItem{iter: it}
+		m.items[i].level, _ = it.(*Level)
+		if m.items[i].level == nil {
+			m.items[i].kv, _ = it.(KVNexter)
+		}
 	}
 	m.heap = m.heap[:0]
 	m.dir = 0
@@ -161,6 +185,17 @@ func (m *Merging) outside(i int, lo, hi []byte, hiIncl bool) bool {
 		return c > 0 || (c == 0 && !hiIncl)
 	}
 	return false
+}
+
+// sameBound reports whether a and b are the same bound: the same slice
+// (both nil, or the same memory and length). A level's NextInBounds is
+// relative to its own bounds, which are the merge's unless a caller set
+// the level's apart.
+func sameBound(a, b []byte) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // pastUpper reports whether k is at or past the upper bound.
@@ -318,22 +353,36 @@ func (m *Merging) Last() bool {
 // the heap.
 func (m *Merging) step() bool {
 	cur := m.heap[0]
-	it := m.items[cur].iter
+	item := &m.items[cur]
 	var valid bool
-	if m.dir > 0 {
-		valid = it.Next()
-	} else {
-		valid = it.Prev()
+	var k base.InternalKey
+	// inBounds: the new entry is known to be below the upper bound (a
+	// level stepping within a file that ends below it).
+	inBounds := false
+	switch {
+	case m.dir < 0:
+		if valid = item.iter.Prev(); valid {
+			k = item.iter.Key()
+		}
+	case item.level != nil:
+		k, _, valid = item.level.NextKV()
+		inBounds = item.level.NextInBounds() && sameBound(item.level.upper, m.upper)
+	case item.kv != nil:
+		k, _, valid = item.kv.NextKV()
+	default:
+		if valid = item.iter.Next(); valid {
+			k = item.iter.Key()
+		}
 	}
 	if valid {
-		k := it.Key()
-		if (m.dir > 0 && m.pastUpper(k.UserKey)) || (m.dir < 0 && m.belowLower(k.UserKey)) {
+		if (m.dir > 0 && !inBounds && m.pastUpper(k.UserKey)) || (m.dir < 0 && m.belowLower(k.UserKey)) {
 			// Out of range: the child has nothing more for this walk.
 			return m.pop()
 		}
-		m.items[cur].key = k
+		item.setKey(k)
 		h := m.heap
 		if len(h) == 1 {
+			// The only child left: no heap to restore.
 			return true
 		}
 		s := m.second
@@ -361,7 +410,7 @@ func (m *Merging) step() bool {
 		}
 		return true
 	}
-	if err := it.Error(); err != nil {
+	if err := item.iter.Error(); err != nil {
 		m.err = err
 		m.heap = m.heap[:0]
 		return false
@@ -475,7 +524,12 @@ func (m *Merging) before(a base.InternalKey, i int, b base.InternalKey, j int) b
 func (m *Merging) Key() base.InternalKey { return m.items[m.heap[0]].key }
 
 // Value implements Iterator.
-func (m *Merging) Value() []byte { return m.items[m.heap[0]].iter.Value() }
+func (m *Merging) Value() []byte {
+	if it := &m.items[m.heap[0]]; it.level != nil {
+		return it.level.Value()
+	}
+	return m.items[m.heap[0]].iter.Value()
+}
 
 // Error implements Iterator.
 func (m *Merging) Error() error { return m.err }

@@ -72,6 +72,14 @@ func (it *Iter) Next() bool {
 	return it.nd != it.list.tail
 }
 
+// NextKV is Next, then Key and Value (iterator.KVNexter).
+func (it *Iter) NextKV() (base.InternalKey, []byte, bool) {
+	if !it.Next() {
+		return base.InternalKey{}, nil, false
+	}
+	return it.Key(), it.Value(), true
+}
+
 // Prev moves to the previous entry.
 func (it *Iter) Prev() bool {
 	if it.nd == it.list.head {
