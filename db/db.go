@@ -224,9 +224,10 @@ type DB struct {
 		// recycleWALs are obsolete WALs kept for the next rotations to
 		// overwrite (Options.RecycleLogFileNum), oldest first.
 		recycleWALs []uint64
-		// walClosing holds the retired WALs whose background close is
-		// not done, each with a channel closed when it is
-		// (wal_rotate.go).
+		// walNext is the WAL being created ahead of the next rotation,
+		// and walClosing the retired WALs whose background close is not
+		// done, each with a channel closed when it is (wal_rotate.go).
+		walNext    *preparedWAL
 		walClosing map[uint64]chan struct{}
 	}
 
@@ -346,6 +347,7 @@ func (d *DB) Close() error {
 		}
 	}
 	d.deleteObsoleteFilesLocked()
+	err = errors.CombineErrors(err, d.dropNextWALLocked())
 	if d.mu.log.file != nil {
 		err = errors.CombineErrors(err, d.mu.log.writer.Flush())
 		if serr := d.syncLogLocked(); serr != nil {

@@ -21,11 +21,13 @@ import (
 )
 
 // watchFS records every change made through it once closed is set, and
-// calls onCreate (when set) before each Create.
+// calls onCreate (when set) before each Create. onCreate is atomic: the DB
+// creates files on its own goroutines (the WAL created ahead) while a test
+// sets it.
 type watchFS struct {
 	vfs.FS
 	closed   atomic.Bool
-	onCreate func(name string)
+	onCreate atomic.Pointer[func(name string)]
 	mu       sync.Mutex
 	late     []string // changes made after closed was set
 }
@@ -45,8 +47,8 @@ func (w *watchFS) lateChanges() []string {
 }
 
 func (w *watchFS) Create(name string) (vfs.File, error) {
-	if w.onCreate != nil {
-		w.onCreate(name)
+	if f := w.onCreate.Load(); f != nil {
+		(*f)(name)
 	}
 	w.note("create", name)
 	f, err := w.FS.Create(name)
@@ -100,7 +102,7 @@ func TestCloseWaitsForCompactRange(t *testing.T) {
 	}
 	var armed atomic.Bool
 	inCompaction := make(chan struct{})
-	fs.onCreate = func(name string) {
+	onCreate := func(name string) {
 		if !strings.HasSuffix(name, ".sst") || !armed.CompareAndSwap(true, false) {
 			return
 		}
@@ -111,6 +113,7 @@ func TestCloseWaitsForCompactRange(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
+	fs.onCreate.Store(&onCreate)
 	armed.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- d.CompactRange(nil, nil) }()

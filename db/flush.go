@@ -9,6 +9,7 @@ import (
 	"github.com/stratadb/strata/internal/killpoint"
 	"github.com/stratadb/strata/internal/memtable"
 	"github.com/stratadb/strata/internal/version"
+	"github.com/stratadb/strata/internal/vfs"
 )
 
 // initialMemTableSize is the arena size of the first memtable the write
@@ -111,8 +112,11 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	}
 	logNum := d.mu.log.num
 	if d.currentWALWrittenLocked() {
-		logNum = d.mu.versions.NextFileNum()
-		if err := d.openWALLocked(logNum); err != nil {
+		var f vfs.File
+		if logNum, f = d.takeNextWALLocked(); logNum == 0 {
+			logNum = d.mu.versions.NextFileNum()
+		}
+		if err := d.openWALLocked(logNum, f); err != nil {
 			next.unref(d) // never shared
 			return err
 		}
@@ -123,6 +127,7 @@ func (d *DB) rotateMemtableLocked(cf *ColumnFamily, need int) error {
 	d.advanceEmptyFamiliesLocked(logNum)
 	d.updateReadStateLocked(cf)
 	d.maybeScheduleFlushLocked()
+	d.startNextWALLocked()
 	d.prepareNextMemTableLocked(cf)
 	return nil
 }
@@ -155,10 +160,11 @@ func (d *DB) advanceEmptyFamiliesLocked(logNum uint64) {
 	}
 }
 
-// openWALLocked creates WAL logNum and makes it the current one. The
-// previous WAL is synced here and closed in the background (its contents
-// are already flushed to the OS). d.mu must be held.
-func (d *DB) openWALLocked(logNum uint64) error {
+// openWALLocked makes WAL logNum the current one: f when it was created
+// ahead (startNextWALLocked), otherwise one created now. The previous WAL is
+// synced here and closed in the background (its contents are already
+// flushed to the OS). d.mu must be held.
+func (d *DB) openWALLocked(logNum uint64, f vfs.File) error {
 	name := d.path(base.MakeFilename(base.FileKindLog, logNum))
 	// A rotation that cannot make its new WAL fails the write that needed
 	// it, and every later one: the failure is the background error (as
@@ -174,9 +180,11 @@ func (d *DB) openWALLocked(logNum uint64) error {
 		}
 		return err
 	}
-	f, err := d.createWALFile(logNum)
-	if err != nil {
-		return fail(err)
+	if f == nil {
+		var err error
+		if f, err = d.createWALFile(logNum, d.takeRecycleWALLocked()); err != nil {
+			return fail(err)
+		}
 	}
 	killpoint.Maybe("wal.rotate")
 	if old := d.mu.log.file; old != nil {

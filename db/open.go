@@ -122,6 +122,9 @@ func (d *DB) abandon() {
 	d.mu.closing = true
 	d.mu.Unlock()
 	d.mu.bgWG.Wait()
+	d.mu.Lock()
+	_ = d.dropNextWALLocked()
+	d.mu.Unlock()
 	d.tables.close()
 	d.blobs.close()
 	if d.lock != nil {

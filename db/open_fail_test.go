@@ -5,6 +5,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -17,19 +18,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// newestWAL returns the path of the highest-numbered WAL in dir.
+// newestWAL returns the path of the highest-numbered WAL in dir that was
+// written to: one created ahead of the next rotation holds nothing but
+// zeros.
 func newestWAL(t *testing.T, fs vfs.FS, dir string) string {
 	t.Helper()
 	names, err := fs.List(dir)
 	require.NoError(t, err)
 	newest := ""
 	for _, name := range names {
-		if strings.HasSuffix(name, ".log") && name > newest {
+		if strings.HasSuffix(name, ".log") && name > newest && !zeroFile(t, fs, filepath.Join(dir, name)) {
 			newest = name
 		}
 	}
 	require.NotEmpty(t, newest, "no WAL in %s", dir)
 	return filepath.Join(dir, newest)
+}
+
+// zeroFile reports whether the file at path holds only zero bytes (or none).
+func zeroFile(t *testing.T, fs vfs.FS, path string) bool {
+	t.Helper()
+	f, err := fs.Open(path)
+	require.NoError(t, err)
+	data, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return !slices.ContainsFunc(data, func(b byte) bool { return b != 0 })
 }
 
 // tearWAL appends the start of a record header to the WAL at path, as a

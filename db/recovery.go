@@ -140,7 +140,7 @@ func (d *DB) recoverWALsLocked(logs []uint64) error {
 		}
 		d.noteBlobFilesLocked(ve.BlobFiles)
 	}
-	if err := d.openWALLocked(newLog); err != nil {
+	if err := d.openWALLocked(newLog, nil); err != nil {
 		return err
 	}
 	for _, cf := range d.mu.fams {

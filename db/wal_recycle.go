@@ -27,23 +27,35 @@ func (d *DB) keepWALForRecycleLocked(num uint64) bool {
 	return true
 }
 
-// createWALFileLocked creates the file of a new WAL, name. With recycling
-// on it renames the oldest kept WAL to name and overwrites it, or, when
-// none is kept or the reuse fails (the file system has no vfs.Reuser, or
-// the rename or open fails), creates a new file, which rotation will
-// recycle in its turn: either way with write(2). Otherwise the file is
-// mapped unless Options.WALWriteSyscalls. d.mu must be held.
-func (d *DB) createWALFileLocked(name string) (vfs.File, error) {
+// takeRecycleWALLocked takes the oldest kept WAL off the list, for the
+// next WAL file to overwrite, or returns 0 when recycling is off or none is
+// kept. The caller owns the file from then on: createWALFileFrom reuses it
+// or removes it. d.mu must be held.
+func (d *DB) takeRecycleWALLocked() uint64 {
+	if d.opts.RecycleLogFileNum == 0 || len(d.mu.recycleWALs) == 0 {
+		return 0
+	}
+	num := d.mu.recycleWALs[0]
+	d.mu.recycleWALs = d.mu.recycleWALs[1:]
+	return num
+}
+
+// createWALFileFrom creates the file of a new WAL, name. With recycling
+// on it renames the kept WAL recycle (taken by takeRecycleWALLocked) to
+// name and overwrites it, or, when recycle is 0 or the reuse fails (the
+// file system has no vfs.Reuser, or the rename or open fails), creates a
+// new file, which rotation will recycle in its turn: either way with
+// write(2). Otherwise the file is mapped unless Options.WALWriteSyscalls.
+// It takes no lock: the WAL created ahead is made on a goroutine.
+func (d *DB) createWALFileFrom(name string, recycle uint64) (vfs.File, error) {
 	if d.opts.RecycleLogFileNum == 0 {
 		if d.opts.WALWriteSyscalls {
 			return d.fs.Create(name)
 		}
 		return vfs.CreateMapped(d.fs, name)
 	}
-	if len(d.mu.recycleWALs) > 0 {
-		num := d.mu.recycleWALs[0]
-		d.mu.recycleWALs = d.mu.recycleWALs[1:]
-		old := d.path(base.MakeFilename(base.FileKindLog, num))
+	if recycle != 0 {
+		old := d.path(base.MakeFilename(base.FileKindLog, recycle))
 		f, err := vfs.ReuseForWrite(d.fs, old, name)
 		if err == nil {
 			d.logf(slog.LevelInfo, "WAL recycled", "from", old, "to", name)
