@@ -245,3 +245,47 @@ func cmwRead(d *db.DB, rng *rand.Rand, last []int) error {
 	last[id] = q
 	return nil
 }
+
+// TestWriteVisibleOnReturn: more writers than cores, so that writers wait
+// in the commit pipeline both polling and asleep (for the commit lock and
+// for their predecessors' publication), each read their own write as soon
+// as Put returns: a write returns only once its sequence numbers are
+// visible.
+func TestWriteVisibleOnReturn(t *testing.T) {
+	opts := &db.Options{FS: vfs.NewMem(), CreateIfMissing: true, WriteBufferSize: 256 << 10}
+	d, err := db.Open("/db", opts)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+
+	const writers, perWriter = 8, 3000
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for id := 0; id < writers; id++ {
+		wg.Add(1)
+		go func(id int) {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				k := []byte(fmt.Sprintf("%02d/%05d", id, i))
+				v := []byte(strconv.Itoa(i))
+				if err := d.Put(k, v, nil); err != nil {
+					errs <- err
+					return
+				}
+				got, err := d.Get(k, nil)
+				if err != nil {
+					errs <- errors.Wrapf(err, "writer %d: Get of %s right after its Put", id, k)
+					return
+				}
+				if !bytes.Equal(got, v) {
+					errs <- errors.Newf("writer %d: %s = %q after Put of %q", id, k, got, v)
+					return
+				}
+			}
+		}(id)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
