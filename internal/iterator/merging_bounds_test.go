@@ -53,6 +53,18 @@ func randomBound(rng *rand.Rand, userKeys int, upper bool) []byte {
 	}
 }
 
+// consecutiveRuns cuts kvs into runs of 1 to maxLen consecutive entries: disjoint
+// children but for shared boundary keys, as a log's flushes are.
+func consecutiveRuns(rng *rand.Rand, kvs []kv, maxLen int) [][]kv {
+	var parts [][]kv
+	for start := 0; start < len(kvs); {
+		end := min(len(kvs), start+1+rng.Intn(maxLen))
+		parts = append(parts, kvs[start:end])
+		start = end
+	}
+	return parts
+}
+
 // TestMerging_BoundsRandomized checks a bounded merge against the model
 // restricted to the bounds: children that are slices (with an exact span,
 // a wider one, or none) and levels given the bounds, keys of each child in
@@ -69,13 +81,7 @@ func TestMerging_BoundsRandomized(t *testing.T) {
 		if round%2 == 0 {
 			parts = split(rng, kvs, 1+rng.Intn(6))
 		} else {
-			// Consecutive runs: disjoint children but for shared
-			// boundary keys.
-			for start := 0; start < len(kvs); {
-				end := min(len(kvs), start+1+rng.Intn(40))
-				parts = append(parts, kvs[start:end])
-				start = end
-			}
+			parts = consecutiveRuns(rng, kvs, 40)
 		}
 		iters := make([]Iterator, len(parts))
 		counters := make([]*callCounter, len(parts))

@@ -86,11 +86,7 @@ func TestMerging_FastPathsRandomized(t *testing.T) {
 		if round%2 == 0 {
 			parts = split(rng, kvs, 1+rng.Intn(5))
 		} else {
-			for start := 0; start < len(kvs); {
-				end := min(len(kvs), start+1+rng.Intn(80))
-				parts = append(parts, kvs[start:end])
-				start = end
-			}
+			parts = consecutiveRuns(rng, kvs, 80)
 		}
 		iters := make([]Iterator, len(parts))
 		spans := make([]Span, len(parts))
