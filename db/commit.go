@@ -127,14 +127,12 @@ var writerPool = sync.Pool{New: func() any { return new(writer) }}
 const aloneAfter = 1 << 12
 
 // lock takes mu, noting when it had to wait for it. A writer that finds
-// mu held polls it, keeping its P, up to lockSpins times before it sleeps
-// in mu.Lock: the holder keeps mu for well under a microsecond. It does
-// not yield while it polls: runtime.Gosched puts the writer on the global
-// run queue, behind every goroutine in its P's local queue, and with the
-// client's goroutines and a flush or compaction keeping both cores busy
-// the writer waited there a time slice (milliseconds), which was the
-// 4-thread write p99. A writer that sleeps is woken into its waker's P
-// first in line.
+// mu held yields its P and tries again, up to lockSpins times, before it
+// sleeps in mu.Lock: the holder keeps mu for well under a microsecond, and
+// a writer asleep in the mutex costs a wake-up (a futex call when its P
+// went idle meanwhile) and leaves its core idle until then, while one that
+// yields lets the P run another goroutine (a writer encoding its batch, a
+// flush) and keeps it busy.
 func (c *commitPipeline) lock() {
 	if c.mu.TryLock() {
 		return
@@ -142,9 +140,8 @@ func (c *commitPipeline) lock() {
 	if !c.blocked.Load() {
 		c.blocked.Store(true)
 	}
-	p := 0
 	for i := 0; i < lockSpins; i++ {
-		p = spinPause(p)
+		runtime.Gosched()
 		if c.mu.TryLock() {
 			return
 		}
@@ -152,27 +149,12 @@ func (c *commitPipeline) lock() {
 	c.mu.Lock()
 }
 
-// lockSpins bounds the polls of lock before it sleeps: long enough to
-// cover a holder that is running (stage 1 of a write), short enough that
-// a writer behind a holder that lost its P or rotates the memtable does
-// not keep a core from it for long. The measurements that chose polling
-// without yielding are in docs/benchmarks.md (tail latency, round 4).
-const lockSpins = 30
-
-// spinPause burns a fraction of a microsecond between two polls without
-// giving up the P or touching shared memory. It is not inlined, so the
-// loop is not optimized away.
-//
-//go:noinline
-func spinPause(n int) int {
-	for i := 0; i < spinPauseIters; i++ {
-		n = n*31 + i
-	}
-	return n
-}
-
-// spinPauseIters sets the length of a spinPause.
-const spinPauseIters = 50
+// lockSpins bounds the yields of lock before it sleeps: long enough that a
+// writer on a busy pair of cores almost never sleeps, short enough that a
+// writer behind a long holder (a memtable rotation) stops polling soon. The
+// sweep that chose it (0, 50, 150 yields, fillrandom with 2 and 4 threads)
+// is in docs/data/lock-spins-2026-11-30.txt.
+const lockSpins = 150
 
 // concurrentLocked reports whether the writer holding mu should insert
 // into mem, the mutable memtable, concurrently: other writers met at mu
@@ -413,12 +395,10 @@ func (c *commitPipeline) publish(d *DB, w *writer) {
 	}
 	c.pubMu.Unlock()
 	// The writes before w are inserting, most likely on other cores, for
-	// about as long as w took: poll for a while, keeping the P (see lock:
-	// a yield waits behind the P's whole run queue), before sleeping, which
+	// about as long as w took: poll for a while before sleeping, which
 	// costs a wake-up on both sides.
-	p := 0
 	for i := 0; i < publishSpins; i++ {
-		p = spinPause(p)
+		runtime.Gosched()
 		if w.published.Load() {
 			return
 		}
@@ -433,9 +413,9 @@ func (c *commitPipeline) publish(d *DB, w *writer) {
 
 // publishSpins bounds the polls of publish before it sleeps: fewer polls
 // lose throughput to wake-ups of writers whose predecessors were about to
-// publish; more keep a core from a predecessor that lost its P
-// (docs/benchmarks.md, tail latency, round 4).
-const publishSpins = 30
+// publish; more gain nothing (docs/benchmarks-history.md, the pipeline
+// round).
+const publishSpins = 150
 
 // syncWAL makes the WAL durable up to the walBytes position end. Concurrent
 // synced writers share fsyncs: the one that syncs covers every record
