@@ -363,13 +363,6 @@ func TestWALRecycle_TornTailAndCorruption(t *testing.T) {
 	mid := offs[10]
 	corrupt := func(b []byte) { b[mid+100] ^= 0x01 }
 
-	t.Run("torn/default", func(t *testing.T) {
-		d, err := open(damaged("torn-default", torn), db.WALRecoveryTolerateCorruptedTail)
-		require.NoError(t, err)
-		require.Equal(t, 19, fresh(t, d))
-		requireRecoveredStale(t, d, 0)
-		require.NoError(t, d.Close())
-	})
 	t.Run("torn/absolute", func(t *testing.T) {
 		_, err := open(damaged("torn-absolute", torn), db.WALRecoveryAbsoluteConsistency)
 		require.ErrorIs(t, err, db.ErrCorruption)
@@ -383,22 +376,28 @@ func TestWALRecycle_TornTailAndCorruption(t *testing.T) {
 			require.Contains(t, err.Error(), fmt.Sprintf("offset %d", mid))
 		})
 	}
-	t.Run("mid/pit", func(t *testing.T) {
-		d, err := open(damaged("mid-pit", corrupt), db.WALRecoveryPointInTime)
-		require.NoError(t, err)
-		require.Equal(t, 10, fresh(t, d))
-		requireRecoveredStale(t, d, 0)
-		require.NoError(t, d.Close())
-	})
-	t.Run("mid/skip", func(t *testing.T) {
-		// The rest of the damaged block goes, as in RocksDB: the
-		// records after it are in the same block.
-		d, err := open(damaged("mid-skip", corrupt), db.WALRecoverySkipAnyCorrupted)
-		require.NoError(t, err)
-		require.Equal(t, 10, fresh(t, d))
-		requireRecoveredStale(t, d, 0)
-		require.NoError(t, d.Close())
-	})
+	// The damaged databases that open: the fresh records up to the damage
+	// back, and nothing of the WAL's previous life. Under SkipAnyCorrupted
+	// the rest of the damaged block goes, as in RocksDB: the records after
+	// it are in the same block.
+	for _, tc := range []struct {
+		name  string
+		edit  func(b []byte)
+		mode  db.WALRecoveryMode
+		fresh int
+	}{
+		{"torn/default", torn, db.WALRecoveryTolerateCorruptedTail, 19},
+		{"mid/pit", corrupt, db.WALRecoveryPointInTime, 10},
+		{"mid/skip", corrupt, db.WALRecoverySkipAnyCorrupted, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := open(damaged(strings.ReplaceAll(tc.name, "/", "-"), tc.edit), tc.mode)
+			require.NoError(t, err)
+			require.Equal(t, tc.fresh, fresh(t, d))
+			requireRecoveredStale(t, d, 0)
+			require.NoError(t, d.Close())
+		})
+	}
 }
 
 // TestWALRecycle_Faults: a reuse whose rename or open fails falls back to a
