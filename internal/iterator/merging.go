@@ -525,10 +525,11 @@ func (m *Merging) Key() base.InternalKey { return m.items[m.heap[0]].key }
 
 // Value implements Iterator.
 func (m *Merging) Value() []byte {
-	if it := &m.items[m.heap[0]]; it.level != nil {
-		return it.level.Value()
+	it := &m.items[m.heap[0]]
+	if it.level != nil {
+		return it.level.Value() // a direct call, not through the interface
 	}
-	return m.items[m.heap[0]].iter.Value()
+	return it.iter.Value()
 }
 
 // Error implements Iterator.
