@@ -31,6 +31,12 @@ type Iter struct {
 	seekBuf []byte
 	err     error
 	ra      readahead
+	// upper is the bound SetUpperBound gave (nil: none); blockBelow says
+	// that every key of the loaded data block is below it, decided from
+	// the block's index separator when the block is loaded (see
+	// NextInBounds).
+	upper      []byte
+	blockBelow bool
 }
 
 // compressedScratch holds buffers that compressed blocks are read into
@@ -233,11 +239,13 @@ func (it *Iter) readUncached(h blockHandle) ([]byte, error) {
 func (it *Iter) loadData() bool {
 	h := it.index.handle()
 	if it.loaded && h == it.dataH {
+		it.blockBelow = it.upper != nil && it.sepBelowUpper()
 		return true
 	}
 	// Leave the previous block: if this one fails to load, a Next or Prev
 	// after the false return must not yield its entries.
 	it.loaded = false
+	it.blockBelow = false
 	it.data.invalidate()
 	b, err := it.readDataBlock(h)
 	if err != nil {
@@ -252,7 +260,39 @@ func (it *Iter) loadData() bool {
 		it.data.setMode(cmpInternal)
 	}
 	it.dataH, it.loaded = h, true
+	it.blockBelow = it.upper != nil && it.sepBelowUpper()
 	return true
+}
+
+// SetUpperBound gives the iterator the bound its caller checks keys
+// against (nil: none), for NextInBounds; it filters nothing. The slice is
+// kept, not copied. A positioning call must follow before NextInBounds
+// says anything but false.
+func (it *Iter) SetUpperBound(upper []byte) {
+	it.upper = upper
+	it.blockBelow = false
+}
+
+// NextInBounds reports whether every key of the data block the iterator
+// rests in is below the SetUpperBound bound, so that a caller stepping
+// through the block with Next or NextKV need not compare each key with
+// it: the block's index separator, which is at least the block's last key
+// (RocksDB's FindShortestSeparator and FindShortSuccessor), is below the
+// bound. It is decided once a block, when the block is loaded. False
+// without a bound, before a positioning call and after a failed one.
+func (it *Iter) NextInBounds() bool { return it.blockBelow }
+
+// sepBelowUpper reports whether the index separator of the block the index
+// rests on has a user key below it.upper.
+func (it *Iter) sepBelowUpper() bool {
+	sep := it.index.cur().key
+	if !it.r.userKeyIndex {
+		if len(sep) < base.TrailerLen {
+			return false // malformed: no verdict, each key is compared
+		}
+		sep = sep[:len(sep)-base.TrailerLen]
+	}
+	return it.r.cmp.CompareUser(sep, it.upper) < 0
 }
 
 // settle checks the data move's result and converts corruption.
@@ -429,7 +469,7 @@ func (it *Iter) Error() error { return it.err }
 func (it *Iter) Close() error {
 	err := it.err
 	it.data = blockIter{}
-	it.loaded = false
+	it.loaded, it.blockBelow = false, false
 	return err
 }
 

@@ -51,3 +51,17 @@ type Iterator interface {
 type KVNexter interface {
 	NextKV() (base.InternalKey, []byte, bool)
 }
+
+// UpperBounded is an Iterator that can tell, for a part of its keys at a
+// time (a table's data block), that the entry it rests on and those a
+// forward step reaches within that part are below an upper bound, so that
+// its caller need not compare them with the bound one by one. The bound
+// filters nothing: the iterator still returns keys past it.
+type UpperBounded interface {
+	// SetUpperBound sets the bound (nil: none); the slice is kept. A
+	// positioning call must follow before NextInBounds reports true.
+	SetUpperBound(upper []byte)
+	// NextInBounds reports whether the entry the last positioning call or
+	// step moved to is known to be below the bound (false: unknown).
+	NextInBounds() bool
+}

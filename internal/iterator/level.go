@@ -45,6 +45,11 @@ type Level struct {
 	// not compare each key the level steps to within the file against
 	// the bound (see Merging.step).
 	curBelowUpper bool
+	// curUB is cur as an UpperBounded, given the upper bound, when the
+	// file does not end below the bound and cur can tell it per block
+	// (a table's data block whose index separator is below the bound):
+	// NextInBounds then asks it. Nil otherwise.
+	curUB UpperBounded
 	// err is the error of the last positioning call, reset by the next one.
 	err error
 	// closeErr is the first error returned by a child's Close.
@@ -76,9 +81,25 @@ func (l *Level) belowUpper(i int) bool {
 }
 
 // NextInBounds reports whether the entry the last NextKV or Next moved to
-// lies in the file whose keys are all below the upper bound: a caller
-// that gave the level its bounds need not compare it against the bound.
-func (l *Level) NextInBounds() bool { return l.curBelowUpper }
+// lies in a file whose keys are all below the upper bound, or in a part
+// of the file its iterator knows to be (UpperBounded): a caller that gave
+// the level its bounds need not compare it against the bound.
+func (l *Level) NextInBounds() bool {
+	return l.curBelowUpper || (l.curUB != nil && l.curUB.NextInBounds())
+}
+
+// boundChild sets curBelowUpper for file i, whose iterator cur is, and
+// gives cur the upper bound when it can use it (curUB).
+func (l *Level) boundChild(i int) {
+	l.curBelowUpper = l.belowUpper(i)
+	l.curUB = nil
+	if !l.curBelowUpper {
+		if ub, ok := l.cur.(UpperBounded); ok {
+			ub.SetUpperBound(l.upper)
+			l.curUB = ub
+		}
+	}
+}
 
 // skipFwd reports whether file i starts at or past the upper bound.
 func (l *Level) skipFwd(i int) bool {
@@ -106,7 +127,7 @@ func NewLevel(cmp *base.Comparer, files []FileBounds, open func(i int) (Iterator
 // open fails.
 func (l *Level) load(i int) bool {
 	if l.curIdx == i && l.cur != nil {
-		l.curBelowUpper = l.belowUpper(i)
+		l.boundChild(i)
 		return true
 	}
 	l.closeChild()
@@ -117,7 +138,7 @@ func (l *Level) load(i int) bool {
 	}
 	l.cur, l.curIdx = it, i
 	l.curKV, _ = it.(KVNexter)
-	l.curBelowUpper = l.belowUpper(i)
+	l.boundChild(i)
 	return true
 }
 
@@ -129,7 +150,7 @@ func (l *Level) closeChild() {
 		l.closeErr = err
 	}
 	l.cur, l.curKV, l.curIdx = nil, nil, -1
-	l.curBelowUpper = false
+	l.curBelowUpper, l.curUB = false, nil
 }
 
 // settle records the outcome of a positioning call on the child: on an

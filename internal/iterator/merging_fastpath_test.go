@@ -3,6 +3,7 @@ package iterator
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/stratadb/strata/internal/base"
@@ -40,6 +41,44 @@ func kvLevel(tl *testLevel) func(int) (Iterator, error) {
 			return countingKVIter{countingIter: c, kv: kvSliceIter{s}}, nil
 		}
 		return c, nil
+	}
+}
+
+// blockedKVIter is a level's file iterator with NextKV that says, as a
+// table's does per data block, when the entries of the chunk of blockLen
+// entries it rests in are all below the upper bound it was given last
+// (UpperBounded). The verdict is taken from that bound, so a level that
+// failed to hand a new bound to a file it reuses makes the merge skip its
+// own check with a stale one.
+type blockedKVIter struct {
+	countingKVIter
+	s        *sliceIter
+	blockLen int
+	upper    []byte
+}
+
+func (b *blockedKVIter) SetUpperBound(upper []byte) { b.upper = upper }
+
+func (b *blockedKVIter) NextInBounds() bool {
+	if b.upper == nil || !b.s.valid || b.s.pos < 0 || b.s.pos >= len(b.s.kvs) {
+		return false
+	}
+	end := min(len(b.s.kvs), (b.s.pos/b.blockLen+1)*b.blockLen)
+	return bytes.Compare(b.s.kvs[end-1].key.UserKey, b.upper) < 0
+}
+
+// blockedLevel opens tl's files as blockedKVIters of chunks of 1 to 4.
+func blockedLevel(rng *rand.Rand, tl *testLevel) func(int) (Iterator, error) {
+	open := kvLevel(tl)
+	return func(i int) (Iterator, error) {
+		it, err := open(i)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := it.(countingKVIter); ok {
+			return &blockedKVIter{countingKVIter: c, s: c.kv.sliceIter, blockLen: 1 + rng.Intn(4)}, nil
+		}
+		return it, nil
 	}
 }
 
@@ -92,17 +131,20 @@ func TestMerging_FastPathsRandomized(t *testing.T) {
 		spans := make([]Span, len(parts))
 		var levels []*Level
 		for i, p := range parts {
-			switch r := rng.Intn(4); {
-			case r < 2 && len(p) > 0:
+			switch r := rng.Intn(5); {
+			case r < 3 && len(p) > 0:
 				tl := newTestLevel(t, rng, p, 0)
 				open := tl.openFile
-				if r == 0 {
+				switch r {
+				case 0:
 					open = kvLevel(tl)
+				case 1:
+					open = blockedLevel(rng, tl)
 				}
 				l := NewLevel(nil, tl.bounds, open)
 				levels = append(levels, l)
 				iters[i] = l
-			case r == 2:
+			case r == 3:
 				iters[i] = kvSliceIter{newSliceIter(p)}
 			default:
 				iters[i] = newSliceIter(p)
@@ -162,21 +204,27 @@ func TestMerging_LevelBoundsNarrowedOnOpenFile(t *testing.T) {
 		tl.bounds = append(tl.bounds, FileBounds{Smallest: f[0].key, Largest: f[len(f)-1].key})
 		tl.filtered = append(tl.filtered, false)
 	}
-	for _, open := range []func(int) (Iterator, error){tl.openFile, kvLevel(tl)} {
-		m := NewMerging(nil, NewLevel(nil, tl.bounds, open))
-		m.SetBounds(nil, nil)
-		scanForward(t, m, []byte("k012"), kvs)
-		// The level ends on its last file, open; a seek into it with a
-		// bound inside it reuses the open file.
-		upper := []byte("k035")
-		m.SetBounds(nil, upper)
-		scanForward(t, m, []byte("k031"), inBounds(kvs, nil, upper))
-		// And the file before, left open by a walk that stops inside it.
-		m.SetBounds(nil, nil)
-		require.True(t, m.SeekGE([]byte("k021")))
-		upper = []byte("k025")
-		m.SetBounds(nil, upper)
-		scanForward(t, m, []byte("k022"), inBounds(kvs, nil, upper))
-		require.NoError(t, m.Close())
+	rng := testRand(t)
+	// The wide bound first: none, or one past which the files' iterators
+	// that judge bounds per chunk (blockedLevel) were given, so that a
+	// level reusing a file must hand it the narrower bound.
+	for _, wide := range [][]byte{nil, []byte("k039")} {
+		for _, open := range []func(int) (Iterator, error){tl.openFile, kvLevel(tl), blockedLevel(rng, tl)} {
+			m := NewMerging(nil, NewLevel(nil, tl.bounds, open))
+			m.SetBounds(nil, wide)
+			scanForward(t, m, []byte("k012"), inBounds(kvs, nil, wide))
+			// The level ends on its last file, open; a seek into it with a
+			// bound inside it reuses the open file.
+			upper := []byte("k035")
+			m.SetBounds(nil, upper)
+			scanForward(t, m, []byte("k031"), inBounds(kvs, nil, upper))
+			// And the file before, left open by a walk that stops inside it.
+			m.SetBounds(nil, wide)
+			require.True(t, m.SeekGE([]byte("k021")))
+			upper = []byte("k025")
+			m.SetBounds(nil, upper)
+			scanForward(t, m, []byte("k022"), inBounds(kvs, nil, upper))
+			require.NoError(t, m.Close())
+		}
 	}
 }
