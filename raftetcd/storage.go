@@ -50,6 +50,7 @@ package raftetcd
 
 import (
 	"encoding/binary"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -350,14 +351,13 @@ const arenaSize = 32 << 10
 //
 // The result is sized once, at the first entry, for the range or as many
 // entries of the first one's size as maxSize admits; the payloads are
-// copied into one slab per call, sized alike, with more allocated only
-// when later entries are larger than the first (a log's entries are
-// mostly of one size). So a range costs about two allocations however
-// many entries it has, instead of one per entry: the allocations and the
+// copied into slabs sized alike, up to maxSlab each (a log's entries are
+// mostly of one size). So a range costs a few allocations however many
+// entries it has, instead of one per entry: the allocations and the
 // collector's work on them are most of a range read's cost after the
-// scan. Each entry is decoded in place, into the result, from the
-// iterator's value (valid until the next step, so the payload is copied
-// before it).
+// scan. Each entry is decoded from the iterator's value (valid until the
+// next step, so the payload is copied before it) and appended to the
+// result in one store.
 func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	// Both bounds in one allocation.
 	kl := len(s.logLo) + 8
@@ -370,7 +370,7 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	it := s.d.NewIterator(&db.ReadOptions{LowerBound: lk, UpperBound: hk})
 	defer it.Close()
 	var ents []pb.Entry
-	var slab []byte
+	var slab payloadSlab
 	var size uint64
 	next := lo
 	cut := false
@@ -392,33 +392,51 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 		if ents == nil {
 			ents = make([]pb.Entry, 0, min(hi-lo, maxSize/uint64(max(len(v), 1))+1))
 		}
-		ents = append(ents, pb.Entry{})
-		e := &ents[len(ents)-1]
-		if !decodeEntry(e, v) {
+		var f entryFields
+		if !decodeEntry(v, &f) {
 			// Not an entry as raft marshals it (unknown fields, or
-			// corrupt): the generated decoder says which.
-			*e = pb.Entry{} // what decodeEntry left aliases v
+			// corrupt): the generated decoder says which (and copies
+			// the payload).
+			var e pb.Entry
 			if err := e.Unmarshal(v); err != nil {
 				return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", next, err)
 			}
-		} else if l := len(e.Data); l > 0 {
-			if len(slab)+l > cap(slab) {
-				// Sized for the rest of the range at this payload's
-				// size, within what maxSize leaves.
-				rest := min(hi-next, (maxSize-(size-uint64(len(v))))/uint64(len(v))+1)
-				slab = make([]byte, 0, max(l, int(min(rest*uint64(l), maxSlab))))
+			if e.Index != next {
+				return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", next, e.Index)
 			}
-			// Capped: an append to one returned entry's Data must not
-			// write over the next one's in the slab.
-			k := len(slab)
-			slab = append(slab, e.Data...)
-			e.Data = slab[k:len(slab):len(slab)]
-		} else if e.Data != nil {
-			e.Data = []byte{} // present and empty, not aliasing v
+			ents = append(ents, e)
+			next++
+			continue
 		}
-		if e.Index != next {
-			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", next, e.Index)
+		if f.index != next {
+			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", next, f.index)
 		}
+		var data []byte
+		if l := f.dataLen; l > 0 {
+			if !slab.room(l) {
+				// Sized for the rest of the range at this payload's
+				// size, within what maxSize leaves and within the
+				// allocator's small objects (a larger one takes the
+				// heap's slower path for large objects).
+				rest := min(hi-next, (maxSize-(size-uint64(len(v))))/uint64(len(v))+1)
+				slab.grow(max(l, int(min(rest*uint64(l), maxSlab))))
+			}
+			data = slab.add(v[f.dataOff : f.dataOff+l])
+		} else if f.hasData {
+			data = []byte{} // present and empty, as Unmarshal leaves it
+		}
+		// The entry's fields stored one by one into the zeroed slot: its
+		// one pointer is written once, with one write barrier while the
+		// collector marks (a whole Entry stored at once is a typed copy,
+		// through the bulk barrier).
+		if len(ents) == cap(ents) {
+			ents = append(ents, pb.Entry{})
+		} else {
+			ents = ents[:len(ents)+1]
+		}
+		e := &ents[len(ents)-1]
+		e.Term, e.Index, e.Type = f.term, f.index, f.typ
+		e.Data = data
 		next++
 	}
 	if err := it.Err(); err != nil {
@@ -430,46 +448,98 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	return ents, nil
 }
 
-// maxSlab bounds one payload slab of readEntries (a range of large entries
-// under an unlimited maxSize takes several).
-const maxSlab = 4 << 20
+// maxSlab bounds one payload slab of readEntries: a range of large
+// entries, or a long one, takes several. It is the largest of the Go
+// allocator's size classes that it serves as a small object once rounded
+// up (32 KiB less the allocation header is the limit, and an unzeroed
+// allocation is rounded up to its class first): a larger one is a large
+// object, allocated from the heap under its lock, which a range of 256
+// entries of 128 B just crossed.
+const maxSlab = 28 << 10
 
-// decodeEntry decodes a marshalled raftpb.Entry v into e as Unmarshal does,
-// except that e.Data aliases v (the caller copies it). It handles the four
+// payloadSlab is a chunk that readEntries copies payloads into. It is
+// allocated without being zeroed first (strings.Builder's Grow allocates
+// so), since every byte handed out is written by the copy before it:
+// zeroing a chunk that is then written over was a tenth of a range read's
+// CPU time. The payloads are returned as []byte over the chunk: nothing
+// writes them after the copy (raft does not modify entries' Data, as
+// Entries documents), and no string over the chunk is kept.
+type payloadSlab struct {
+	b    strings.Builder
+	base *byte // the chunk's first byte, once one payload is in
+}
+
+// room reports whether n more bytes fit in the chunk.
+func (p *payloadSlab) room(n int) bool { return p.b.Cap()-p.b.Len() >= n }
+
+// grow starts a new chunk of at least size bytes (the old one lives on in
+// the payloads copied into it).
+func (p *payloadSlab) grow(size int) {
+	p.b = strings.Builder{}
+	p.b.Grow(size)
+	p.base = nil
+}
+
+// add copies src (not empty, within room) into the chunk and returns the
+// copy, its capacity its length: an append to one returned payload must
+// not write over the next one in the chunk.
+func (p *payloadSlab) add(src []byte) []byte {
+	off := p.b.Len()
+	_, _ = p.b.Write(src) // within the capacity: the chunk does not move
+	if p.base == nil {
+		p.base = unsafe.StringData(p.b.String())
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p.base), off)), len(src))
+}
+
+// entryFields are the fields of a marshalled raftpb.Entry v as decodeEntry
+// reads them: Data is v[dataOff:dataOff+dataLen], present (hasData) even
+// when empty.
+type entryFields struct {
+	typ              pb.EntryType
+	term, index      uint64
+	dataOff, dataLen int
+	hasData          bool
+}
+
+// decodeEntry decodes a marshalled raftpb.Entry v as Unmarshal does, into
+// f, giving the payload's place in v rather than a slice of it (the caller
+// copies it and stores the entry's one pointer once). It handles the four
 // fields raft writes (Type, Term, Index as varints, Data as bytes, in any
 // order, the last of a repeated field winning as in proto) and returns
-// false on anything else (another field or wire type, a truncated value),
-// leaving the generated Unmarshal to decide. e must be zero.
-func decodeEntry(e *pb.Entry, v []byte) bool {
+// false on anything else (another field or wire type, a truncated value, a
+// varint of more than 9 bytes), leaving the generated Unmarshal to decide.
+func decodeEntry(v []byte, f *entryFields) bool {
 	for i := 0; i < len(v); {
 		tag := v[i]
 		i++
+		// The varint, inline: raft's terms, indexes and lengths take a
+		// few bytes.
 		var x uint64
-		if i < len(v) && v[i] < 0x80 {
-			// Varints and lengths under 128, the common case, inline.
-			x = uint64(v[i])
-			i++
-		} else {
-			var w int
-			if x, w = binary.Uvarint(v[i:]); w <= 0 {
+		for s := uint(0); ; s += 7 {
+			if i >= len(v) || s > 56 {
 				return false
 			}
-			i += w
+			b := v[i]
+			i++
+			x |= uint64(b&0x7f) << s
+			if b < 0x80 {
+				break
+			}
 		}
 		switch tag {
 		case 0x08: // field 1, Type
-			e.Type = pb.EntryType(int32(x))
+			f.typ = pb.EntryType(int32(x))
 		case 0x10: // field 2, Term
-			e.Term = x
+			f.term = x
 		case 0x18: // field 3, Index
-			e.Index = x
+			f.index = x
 		case 0x22: // field 4, Data: length-delimited
 			if x > uint64(len(v)-i) {
 				return false
 			}
-			// Proto's last-wins for a repeated bytes field; an empty
-			// one is empty, not nil, as Unmarshal leaves it.
-			e.Data = v[i : i+int(x) : i+int(x)]
+			// Proto's last-wins for a repeated bytes field.
+			f.dataOff, f.dataLen, f.hasData = i, int(x), true
 			i += int(x)
 		default:
 			return false
