@@ -57,9 +57,11 @@ type ColumnFamily struct {
 	// iterCache holds the state of the last closed iterator, for reuse by
 	// the next NewIterator over the same read view (see iterState).
 	iterCache atomic.Pointer[iterState]
-	// readState is the family's current read view; see readState.
+	// readState is the family's current read view; see readState. It is
+	// replaced under rsMu; loadReadState loads and references it under
+	// rsMu, and readSlots.acquire compares a slot's view with it unlocked.
 	rsMu      sync.RWMutex
-	readState *readState
+	readState atomic.Pointer[readState]
 
 	stats cfStats
 

@@ -40,16 +40,31 @@ func (cf *ColumnFamily) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	if cf.dropped.Load() {
 		return nil, cf.check(d)
 	}
-	// The read view first, then the sequence number: see readState.
-	rs := cf.loadReadState()
+	// The read view first, then the sequence number: see readState. The
+	// default family's view comes through a read slot (readSlots), which
+	// also takes the lookup's counters.
+	var (
+		h  *readSlotHandle
+		sl *readSlot
+		rs *readState
+	)
+	if cf == d.def {
+		h, rs = d.slots.acquire(cf)
+		sl = h.s
+	} else {
+		rs = cf.loadReadState()
+	}
 	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(rs, ro)
-	if err != nil {
-		rs.unref()
-		return nil, err
+	var v []byte
+	if err == nil {
+		v, err = d.get(rs, sl, key, snap, cf.extractor.Load())
 	}
-	v, err := d.get(rs, key, snap, cf.extractor.Load())
-	rs.unref()
+	if h != nil {
+		d.slots.release(h, rs)
+	} else {
+		rs.unref()
+	}
 	if err == nil && cf.opts.TTL > 0 {
 		v, err = cf.stripTTL(key, v, ro != nil && ro.IncludeExpired)
 	}
@@ -88,7 +103,7 @@ func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []er
 	h := cf.extractor.Load()
 	ttl := cf.opts.TTL > 0
 	for i, k := range keys {
-		vals[i], errs[i] = d.get(rs, k, snap, h)
+		vals[i], errs[i] = d.get(rs, nil, k, snap, h)
 		if ttl && errs[i] == nil {
 			vals[i], errs[i] = cf.stripTTL(k, vals[i], ro != nil && ro.IncludeExpired)
 		}
@@ -100,7 +115,9 @@ func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []er
 // getResult is the newest version of a key found so far, and the largest
 // covering tombstone sequence number seen in the sources searched.
 type getResult struct {
-	cf      *ColumnFamily
+	cf *ColumnFamily
+	// sl, when not nil, takes the lookup's counters instead of d.stats.
+	sl      *readSlot
 	value   []byte
 	kind    base.Kind
 	seq     base.SeqNum
@@ -121,8 +138,8 @@ type getResult struct {
 // get searches the sources newest to oldest: memtables, L0 newest first,
 // then one file per level. The first source holding a visible version of
 // key decides, unless a range tombstone seen so far is newer than it.
-func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
-	r := getResult{cf: rs.cf}
+func (d *DB) get(rs *readState, sl *readSlot, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
+	r := getResult{cf: rs.cf, sl: sl}
 	cmp := rs.cf.cmp
 	for _, m := range rs.mems {
 		if m.HasTombstones() {
@@ -202,7 +219,7 @@ func (r *getResult) resolve(key []byte) ([]byte, error) {
 		if r.owned {
 			return r.value, nil
 		}
-		return append(make([]byte, 0, len(r.value)), r.value...), nil
+		return cloneValue(r.value), nil
 	case base.KindDelete, base.KindSingleDelete:
 		return nil, ErrNotFound
 	}
@@ -224,7 +241,7 @@ func (d *DB) resolveGet(rs *readState, key []byte, snap base.SeqNum, r *getResul
 // getFromTable looks key up in one table, consulting its tombstones and then
 // its filter before reading a data block.
 func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap base.SeqNum, h *extractorHandle, r *getResult) error {
-	e, err := d.tables.acquire(f)
+	e, err := d.tables.acquireCounted(f, r.sl)
 	if err != nil {
 		return err
 	}
@@ -236,13 +253,13 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 		}
 	}
 	if tr.HasFilter() {
-		d.stats.filterChecks.Add(1)
+		r.count(d, slotFilterChecks)
 		may, err := d.tableMayContain(e, key, h, r)
 		if err != nil {
 			return err
 		}
 		if !may {
-			d.stats.filterUseful.Add(1)
+			r.count(d, slotFilterUseful)
 			return nil
 		}
 	}
@@ -258,7 +275,7 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 		r.value, r.kind, r.seq, r.found = v, kind, seq, true
 		if kind == base.KindSet || kind == base.KindBlobIndex {
 			// Copy before the table is released.
-			r.value = append(make([]byte, 0, len(v)), v...)
+			r.value = cloneValue(v)
 			r.owned = true
 		}
 	}
@@ -288,4 +305,28 @@ func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *g
 // containsUserKey reports whether key lies within f's user-key bounds.
 func containsUserKey(cmp *base.Comparer, f *version.FileMetadata, key []byte) bool {
 	return cmp.CompareUser(f.Smallest.UserKey, key) <= 0 && cmp.CompareUser(key, f.Largest.UserKey) <= 0
+}
+
+// count adds one to a read counter: the slot's when the lookup has one,
+// else d.stats'.
+func (r *getResult) count(d *DB, i int) {
+	if r.sl != nil {
+		r.sl.add(i, 1)
+		return
+	}
+	switch i {
+	case slotFilterChecks:
+		d.stats.filterChecks.Add(1)
+	case slotFilterUseful:
+		d.stats.filterUseful.Add(1)
+	}
+}
+
+// cloneValue returns a copy of v that the caller owns. make followed by
+// copy is the form the compiler allocates without zeroing first (a 1 KB
+// value's clearing cost as much as its copy).
+func cloneValue(v []byte) []byte {
+	c := make([]byte, len(v))
+	copy(c, v)
+	return c
 }

@@ -68,6 +68,12 @@ func newTableCache(d *DB, max int) *tableCache {
 // use. The reader of an ingested table reads its entries at f's largest
 // sequence number (see table.ReaderOptions.LargestSeqNum).
 func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
+	return tc.acquireCounted(f, nil)
+}
+
+// acquireCounted is acquire counting a hit in sl when not nil (a point
+// read's slot: see readSlots), else in d.stats.
+func (tc *tableCache) acquireCounted(f *version.FileMetadata, sl *readSlot) (*tableEntry, error) {
 	fileNum := f.FileNum
 	tc.mu.RLock()
 	e, closed := tc.entries[fileNum], tc.closed
@@ -83,10 +89,16 @@ func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
 		if e = tc.insert(fileNum); e == nil {
 			return nil, errTableCacheClosed(fileNum)
 		}
+	} else if sl != nil {
+		sl.add(slotTableCacheHits, 1)
 	} else {
 		tc.db.stats.tableCacheHits.Add(1)
 	}
-	e.touched.Store(true)
+	// Write the CLOCK bit only when it is clear: a store on every hit
+	// would move the entry's line between the cores reading the table.
+	if !e.touched.Load() {
+		e.touched.Store(true)
+	}
 	e.once.Do(func() { tc.open(e, uint64(f.LargestSeq)) })
 	if e.err != nil {
 		err := e.err
