@@ -57,11 +57,9 @@ type ColumnFamily struct {
 	// iterCache holds the state of the last closed iterator, for reuse by
 	// the next NewIterator over the same read view (see iterState).
 	iterCache atomic.Pointer[iterState]
-	// readState is the family's current read view; see readState. It is
-	// replaced under rsMu; loadReadState loads and references it under
-	// rsMu, and readSlots.acquire compares a slot's view with it unlocked.
+	// readState is the family's current read view; see readState.
 	rsMu      sync.RWMutex
-	readState atomic.Pointer[readState]
+	readState *readState
 
 	stats cfStats
 

@@ -123,9 +123,6 @@ type DB struct {
 	infoLogW *infoLogWriter
 
 	stats dbStats
-	// slots carry the default family's read view and the read counters
-	// of point reads (read_slot.go).
-	slots readSlots
 
 	// identity is the IDENTITY file's database id.
 	identity string

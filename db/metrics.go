@@ -248,10 +248,10 @@ func (d *DB) Metrics() *Metrics {
 	d.tables.mu.RLock()
 	open := len(d.tables.entries)
 	d.tables.mu.RUnlock()
-	m.TableCache = CacheMetrics{Hits: d.tableCacheHits(), Misses: s.tableCacheMisses.Load(),
+	m.TableCache = CacheMetrics{Hits: s.tableCacheHits.Load(), Misses: s.tableCacheMisses.Load(),
 		Size: int64(open), Capacity: int64(d.tables.max)}
 	m.TableReadersMem = s.tableReadersMem.Load()
-	m.Filter.Checks, m.Filter.Useful = d.filterChecks(), d.filterUseful()
+	m.Filter.Checks, m.Filter.Useful = s.filterChecks.Load(), s.filterUseful.Load()
 	m.Prefix.FastPath, m.Prefix.SlowPath = s.prefixFastPath.Load(), s.prefixSlowPath.Load()
 	m.Prefix.Incompatible = s.prefixIncompatible.Load()
 	m.WAL.Bytes, m.WAL.Syncs = s.walBytes.Load(), s.walSyncs.Load()

@@ -77,7 +77,6 @@ func Open(dirname string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{dirname: dirname, opts: o, fs: o.FS}
-	d.slots.init()
 	if o.Clock != nil {
 		clock := o.Clock
 		d.clock.Store(&clock)

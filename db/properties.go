@@ -85,9 +85,9 @@ func (cf *ColumnFamily) GetProperty(name string) (string, bool) {
 	case PropBlockCacheCapacity:
 		return strconv.FormatInt(d.cache.Stats().Capacity, 10), true
 	case PropFilterChecks:
-		return u(d.filterChecks())
+		return u(d.stats.filterChecks.Load())
 	case PropFilterUseful:
-		return u(d.filterUseful())
+		return u(d.stats.filterUseful.Load())
 	case PropPrefixFastPath:
 		return u(d.stats.prefixFastPath.Load())
 	case PropPrefixSlowPath:
@@ -187,7 +187,7 @@ func (cf *ColumnFamily) statsString() string {
 	fmt.Fprintf(&b, "Block cache: %d hits, %d misses, %d / %d bytes\n", cs.Hits, cs.Misses, cs.Used, cs.Capacity)
 	fmt.Fprintf(&b, "Block cache high-pri pool: %d inserts, %d / %d bytes\n", cs.HighPriInserts, cs.HighPriUsed, cs.HighPriCapacity)
 	fmt.Fprintf(&b, "Filters: %d checks, %d useful; prefix fast path %d, slow path %d, incompatible %d\n",
-		d.filterChecks(), d.filterUseful(), s.prefixFastPath.Load(), s.prefixSlowPath.Load(), s.prefixIncompatible.Load())
+		s.filterChecks.Load(), s.filterUseful.Load(), s.prefixFastPath.Load(), s.prefixSlowPath.Load(), s.prefixIncompatible.Load())
 	return b.String()
 }
 

@@ -40,31 +40,16 @@ func (cf *ColumnFamily) Get(key []byte, ro *ReadOptions) ([]byte, error) {
 	if cf.dropped.Load() {
 		return nil, cf.check(d)
 	}
-	// The read view first, then the sequence number: see readState. The
-	// default family's view comes through a read slot (readSlots), which
-	// also takes the lookup's counters.
-	var (
-		h  *readSlotHandle
-		sl *readSlot
-		rs *readState
-	)
-	if cf == d.def {
-		h, rs = d.slots.acquire(cf)
-		sl = h.s
-	} else {
-		rs = cf.loadReadState()
-	}
+	// The read view first, then the sequence number: see readState.
+	rs := cf.loadReadState()
 	d.testingHookBetweenViewAndSeq()
 	snap, err := d.readSeq(rs, ro)
-	var v []byte
-	if err == nil {
-		v, err = d.get(rs, sl, key, snap, cf.extractor.Load())
-	}
-	if h != nil {
-		d.slots.release(h, rs)
-	} else {
+	if err != nil {
 		rs.unref()
+		return nil, err
 	}
+	v, err := d.get(rs, key, snap, cf.extractor.Load())
+	rs.unref()
 	if err == nil && cf.opts.TTL > 0 {
 		v, err = cf.stripTTL(key, v, ro != nil && ro.IncludeExpired)
 	}
@@ -103,7 +88,7 @@ func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []er
 	h := cf.extractor.Load()
 	ttl := cf.opts.TTL > 0
 	for i, k := range keys {
-		vals[i], errs[i] = d.get(rs, nil, k, snap, h)
+		vals[i], errs[i] = d.get(rs, k, snap, h)
 		if ttl && errs[i] == nil {
 			vals[i], errs[i] = cf.stripTTL(k, vals[i], ro != nil && ro.IncludeExpired)
 		}
@@ -115,9 +100,7 @@ func (cf *ColumnFamily) MultiGet(keys [][]byte, ro *ReadOptions) ([][]byte, []er
 // getResult is the newest version of a key found so far, and the largest
 // covering tombstone sequence number seen in the sources searched.
 type getResult struct {
-	cf *ColumnFamily
-	// sl, when not nil, takes the lookup's counters instead of d.stats.
-	sl      *readSlot
+	cf      *ColumnFamily
 	value   []byte
 	kind    base.Kind
 	seq     base.SeqNum
@@ -138,8 +121,8 @@ type getResult struct {
 // get searches the sources newest to oldest: memtables, L0 newest first,
 // then one file per level. The first source holding a visible version of
 // key decides, unless a range tombstone seen so far is newer than it.
-func (d *DB) get(rs *readState, sl *readSlot, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
-	r := getResult{cf: rs.cf, sl: sl}
+func (d *DB) get(rs *readState, key []byte, snap base.SeqNum, h *extractorHandle) ([]byte, error) {
+	r := getResult{cf: rs.cf}
 	cmp := rs.cf.cmp
 	for _, m := range rs.mems {
 		if m.HasTombstones() {
@@ -241,7 +224,7 @@ func (d *DB) resolveGet(rs *readState, key []byte, snap base.SeqNum, r *getResul
 // getFromTable looks key up in one table, consulting its tombstones and then
 // its filter before reading a data block.
 func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap base.SeqNum, h *extractorHandle, r *getResult) error {
-	e, err := d.tables.acquireCounted(f, r.sl)
+	e, err := d.tables.acquire(f)
 	if err != nil {
 		return err
 	}
@@ -253,13 +236,13 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 		}
 	}
 	if tr.HasFilter() {
-		r.count(d, slotFilterChecks)
+		d.stats.filterChecks.Add(1)
 		may, err := d.tableMayContain(e, key, h, r)
 		if err != nil {
 			return err
 		}
 		if !may {
-			r.count(d, slotFilterUseful)
+			d.stats.filterUseful.Add(1)
 			return nil
 		}
 	}
@@ -307,24 +290,9 @@ func containsUserKey(cmp *base.Comparer, f *version.FileMetadata, key []byte) bo
 	return cmp.CompareUser(f.Smallest.UserKey, key) <= 0 && cmp.CompareUser(key, f.Largest.UserKey) <= 0
 }
 
-// count adds one to a read counter: the slot's when the lookup has one,
-// else d.stats'.
-func (r *getResult) count(d *DB, i int) {
-	if r.sl != nil {
-		r.sl.add(i, 1)
-		return
-	}
-	switch i {
-	case slotFilterChecks:
-		d.stats.filterChecks.Add(1)
-	case slotFilterUseful:
-		d.stats.filterUseful.Add(1)
-	}
-}
-
 // cloneValue returns a copy of v that the caller owns. make followed by
-// copy is the form the compiler allocates without zeroing first (a 1 KB
-// value's clearing cost as much as its copy).
+// copy is the form the compiler allocates without zeroing first, where
+// append to make(0, n) clears the allocation and then copies over it.
 func cloneValue(v []byte) []byte {
 	c := make([]byte, len(v))
 	copy(c, v)

@@ -69,7 +69,7 @@ func (rs *readState) unref() {
 // caller unrefs.
 func (cf *ColumnFamily) loadReadState() *readState {
 	cf.rsMu.RLock()
-	rs := cf.readState.Load()
+	rs := cf.readState
 	rs.refs.Add(1)
 	cf.rsMu.RUnlock()
 	return rs
@@ -103,16 +103,12 @@ func (d *DB) updateReadStateLocked(cf *ColumnFamily) {
 }
 
 // publishReadState makes rs the family's read view and drops the family's
-// reference on the one it replaces, and, for the default family, the
-// references the read slots cache (see readSlots).
+// reference on the one it replaces.
 func (cf *ColumnFamily) publishReadState(rs *readState) {
 	cf.rsMu.Lock()
-	old := cf.readState.Load()
-	cf.readState.Store(rs)
+	old := cf.readState
+	cf.readState = rs
 	cf.rsMu.Unlock()
-	if cf == cf.d.def {
-		cf.d.slots.scrape()
-	}
 	if old != nil {
 		old.unref()
 	}
@@ -128,7 +124,7 @@ func (cf *ColumnFamily) publishReadState(rs *readState) {
 func (d *DB) releaseMemtablesLocked(cf *ColumnFamily) {
 	// The version of the view it replaces: a dropped family's Version
 	// is no longer its VersionSet's to give.
-	v := cf.readState.Load().version
+	v := cf.readState.version
 	if cf.dropped.Load() {
 		// A dropped family's view stays installed while the DB lives: with
 		// its last Version it would keep the family's tables live (never
@@ -156,7 +152,7 @@ func (d *DB) releaseMemtablesLocked(cf *ColumnFamily) {
 func (d *DB) isCurrentView(rs *readState) bool {
 	cf := rs.cf
 	cf.rsMu.RLock()
-	cur := cf.readState.Load() == rs
+	cur := cf.readState == rs
 	cf.rsMu.RUnlock()
 	return cur
 }

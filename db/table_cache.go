@@ -68,12 +68,6 @@ func newTableCache(d *DB, max int) *tableCache {
 // use. The reader of an ingested table reads its entries at f's largest
 // sequence number (see table.ReaderOptions.LargestSeqNum).
 func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
-	return tc.acquireCounted(f, nil)
-}
-
-// acquireCounted is acquire counting a hit in sl when not nil (a point
-// read's slot: see readSlots), else in d.stats.
-func (tc *tableCache) acquireCounted(f *version.FileMetadata, sl *readSlot) (*tableEntry, error) {
 	fileNum := f.FileNum
 	tc.mu.RLock()
 	e, closed := tc.entries[fileNum], tc.closed
@@ -89,8 +83,6 @@ func (tc *tableCache) acquireCounted(f *version.FileMetadata, sl *readSlot) (*ta
 		if e = tc.insert(fileNum); e == nil {
 			return nil, errTableCacheClosed(fileNum)
 		}
-	} else if sl != nil {
-		sl.add(slotTableCacheHits, 1)
 	} else {
 		tc.db.stats.tableCacheHits.Add(1)
 	}
