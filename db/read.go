@@ -202,7 +202,7 @@ func (r *getResult) resolve(key []byte) ([]byte, error) {
 		if r.owned {
 			return r.value, nil
 		}
-		return append(make([]byte, 0, len(r.value)), r.value...), nil
+		return cloneValue(r.value), nil
 	case base.KindDelete, base.KindSingleDelete:
 		return nil, ErrNotFound
 	}
@@ -258,7 +258,7 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 		r.value, r.kind, r.seq, r.found = v, kind, seq, true
 		if kind == base.KindSet || kind == base.KindBlobIndex {
 			// Copy before the table is released.
-			r.value = append(make([]byte, 0, len(v)), v...)
+			r.value = cloneValue(v)
 			r.owned = true
 		}
 	}
@@ -288,4 +288,13 @@ func (d *DB) tableMayContain(e *tableEntry, key []byte, h *extractorHandle, r *g
 // containsUserKey reports whether key lies within f's user-key bounds.
 func containsUserKey(cmp *base.Comparer, f *version.FileMetadata, key []byte) bool {
 	return cmp.CompareUser(f.Smallest.UserKey, key) <= 0 && cmp.CompareUser(key, f.Largest.UserKey) <= 0
+}
+
+// cloneValue returns a copy of v that the caller owns. make followed by
+// copy is the form the compiler allocates without zeroing first, where
+// append to make(0, n) clears the allocation and then copies over it.
+func cloneValue(v []byte) []byte {
+	c := make([]byte, len(v))
+	copy(c, v)
+	return c
 }

@@ -86,7 +86,11 @@ func (tc *tableCache) acquire(f *version.FileMetadata) (*tableEntry, error) {
 	} else {
 		tc.db.stats.tableCacheHits.Add(1)
 	}
-	e.touched.Store(true)
+	// Write the CLOCK bit only when it is clear: a store on every hit
+	// would move the entry's line between the cores reading the table.
+	if !e.touched.Load() {
+		e.touched.Store(true)
+	}
 	e.once.Do(func() { tc.open(e, uint64(f.LargestSeq)) })
 	if e.err != nil {
 		err := e.err

@@ -54,3 +54,48 @@ func TestTableCacheKeepsReferencedEntryOpen(t *testing.T) {
 	}
 	tc.release(held)
 }
+
+// TestTableCacheHitGivesSecondChance: a hit on an entry whose CLOCK bit
+// eviction cleared sets it again, so the next eviction passes over it and
+// takes the entry not used since.
+func TestTableCacheHitGivesSecondChance(t *testing.T) {
+	d, err := Open(t.TempDir(), &Options{CreateIfMissing: true, MaxOpenFiles: 2, DisableAutoCompactions: true})
+	require.NoError(t, err)
+	defer d.Close()
+	for i := 0; i < 3; i++ {
+		require.NoError(t, d.Put([]byte(fmt.Sprintf("t%d", i)), []byte("v"), nil))
+		require.NoError(t, d.Flush())
+	}
+	rs := d.loadReadState()
+	defer rs.unref()
+	files := rs.version.Levels[0]
+	require.Len(t, files, 3)
+	tc := d.tables
+	use := func(i int) {
+		e, err := tc.acquire(files[i])
+		require.NoError(t, err)
+		tc.release(e)
+	}
+	cached := func() map[uint64]bool {
+		tc.mu.RLock()
+		defer tc.mu.RUnlock()
+		out := map[uint64]bool{}
+		for _, e := range tc.clock {
+			out[e.fileNum] = true
+		}
+		return out
+	}
+	use(0)
+	use(1)
+	require.Len(t, cached(), 2)
+	// As after a sweep of the hand: both bits clear.
+	tc.mu.Lock()
+	for _, e := range tc.clock {
+		e.touched.Store(false)
+	}
+	tc.mu.Unlock()
+	use(0) // a hit
+	use(2) // evicts one
+	require.Equal(t, map[uint64]bool{files[0].FileNum: true, files[2].FileNum: true}, cached(),
+		"the entry hit since the sweep was evicted")
+}

@@ -91,7 +91,10 @@ type Result struct {
 	Phase   string // "load" or the workload letter
 	Ops     int64  // operations the client ran (its operationcount or recordcount)
 	Seconds float64
-	Stats   []OpStats // sorted by Op; TOTAL is every DB call
+	// CPUSeconds is the process's CPU time over the phase, when the
+	// caller measured it (cmd/ycsb does).
+	CPUSeconds float64
+	Stats      []OpStats // sorted by Op; TOTAL is every DB call
 }
 
 // OpsPerSec is YCSB's overall throughput: the client's operations over the

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"runtime/trace"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stratadb/strata/bench/ycsb/harness"
@@ -30,8 +32,13 @@ func main() {
 	memtableMB := flag.Int64("memtable_mb", 64, "memtable size in MiB (Strata, Pebble, Badger); 0 = each engine's default")
 	memtrace := flag.Duration("memtrace", 0, "sample the resident set at this interval and print a breakdown at each phase's peak (MEM lines); 0 = off")
 	traceFile := flag.String("trace", "", "write a Go execution trace (go tool trace) of the whole run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the workload phases (after the load) to this file")
+	mutexProfile := flag.String("mutexprofile", "", "write a mutex contention profile of the workload phases (every event sampled) to this file")
+	blockProfile := flag.String("blockprofile", "", "write a blocking profile of the workload phases (every event sampled) to this file")
+	traceWorkloads := flag.Bool("trace_workloads", false, "start the -trace at the first workload phase, after the load")
 	flag.Parse()
-	if *traceFile != "" {
+	stopTrace := func() {}
+	startTrace := func() {
 		f, err := os.Create(*traceFile)
 		if err != nil {
 			fail(err)
@@ -39,13 +46,17 @@ func main() {
 		if err := trace.Start(f); err != nil {
 			fail(err)
 		}
-		defer func() {
+		stopTrace = func() {
 			trace.Stop()
 			if err := f.Close(); err != nil {
 				fail(err)
 			}
-		}()
+		}
 	}
+	if *traceFile != "" && !*traceWorkloads {
+		startTrace()
+	}
+	defer func() { stopTrace() }()
 	if *dir == "" {
 		fail(fmt.Errorf("-dir is required"))
 	}
@@ -68,7 +79,14 @@ func main() {
 
 	ctx := context.Background()
 	phases := append([]string{""}, strings.Split(*workloads, ",")...)
+	prof := &profiles{cpu: *cpuProfile, mutex: *mutexProfile, block: *blockProfile}
 	for _, w := range phases {
+		if w != "" && !prof.started {
+			if *traceFile != "" && *traceWorkloads {
+				startTrace()
+			}
+			prof.start()
+		}
 		ppr := pr
 		if w == "e" && *opsE > 0 {
 			ppr.Ops = *opsE
@@ -77,10 +95,12 @@ func main() {
 		if *memtrace > 0 {
 			mt = harness.StartMemTrace(d, *memtrace)
 		}
+		cpu0 := processCPU()
 		r, err := harness.RunPhase(ctx, ppr, w, d)
 		if err != nil {
 			fail(err)
 		}
+		r.CPUSeconds = processCPU() - cpu0
 		if mt != nil {
 			fmt.Printf("MEM phase=%s\n%s", phaseName(w), mt.Stop())
 		}
@@ -93,6 +113,7 @@ func main() {
 			fmt.Printf("RSS engine=%s threads=%d after=load peak_rss_mb=%.1f\n", *engine, *threads, float64(rss)/(1<<20))
 		}
 	}
+	prof.stop()
 	if err := d.Close(); err != nil {
 		fail(err)
 	}
@@ -117,8 +138,19 @@ func report(engine string, threads int, r harness.Result) {
 			errs += s.Count
 		}
 	}
-	fmt.Printf("RESULT engine=%s threads=%d phase=%s ops=%d secs=%.2f ops_per_sec=%.0f p50=%d p99=%d p99.9=%d p99.99=%d max=%d errors=%d\n",
-		engine, threads, r.Phase, r.Ops, r.Seconds, r.OpsPerSec(), t.P50, t.P99, t.P999, t.P9999, t.Max, errs)
+	fmt.Printf("RESULT engine=%s threads=%d phase=%s ops=%d secs=%.2f ops_per_sec=%.0f p50=%d p99=%d p99.9=%d p99.99=%d max=%d errors=%d cpu_us_per_op=%.2f\n",
+		engine, threads, r.Phase, r.Ops, r.Seconds, r.OpsPerSec(), t.P50, t.P99, t.P999, t.P9999, t.Max, errs, r.CPUSeconds*1e6/float64(r.Ops))
+}
+
+// processCPU returns the process's user and system CPU time so far, in
+// seconds: per operation, it is what an operation costs (client included)
+// whatever CPU other processes leave over, which wall time is not.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fail(err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 func fail(err error) {
@@ -131,4 +163,65 @@ func phaseName(w string) string {
 		return "load"
 	}
 	return w
+}
+
+// profiles are the -cpuprofile, -mutexprofile and -blockprofile outputs:
+// started before the first workload phase, so that the load's writes,
+// flushes and compactions are not in them, and written after the last.
+type profiles struct {
+	cpu, mutex, block string
+	started           bool
+	cpuFile           *os.File
+}
+
+func (p *profiles) start() {
+	if p.started {
+		return
+	}
+	p.started = true
+	if p.cpu != "" {
+		f, err := os.Create(p.cpu)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		p.cpuFile = f
+	}
+	if p.mutex != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
+	if p.block != "" {
+		runtime.SetBlockProfileRate(1)
+	}
+}
+
+func (p *profiles) stop() {
+	if !p.started {
+		return
+	}
+	if p.cpuFile != nil {
+		pprof.StopCPUProfile()
+		if err := p.cpuFile.Close(); err != nil {
+			fail(err)
+		}
+	}
+	write := func(name, file string) {
+		if file == "" {
+			return
+		}
+		f, err := os.Create(file)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			fail(err)
+		}
+		if err := f.Close(); err != nil {
+			fail(err)
+		}
+	}
+	write("mutex", p.mutex)
+	write("block", p.block)
 }
