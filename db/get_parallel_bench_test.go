@@ -3,9 +3,7 @@ package db_test
 import (
 	"encoding/binary"
 	"math/rand"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stratadb/strata/db"
 	"github.com/stretchr/testify/require"
@@ -49,11 +47,13 @@ func BenchmarkGetParallel(b *testing.B) {
 	for _, dist := range []string{"uniform", "zipf", "hot"} {
 		b.Run(dist, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0 := processCPU(b)
+			cpu0, cpuOK := processCPU(b)
 			b.ResetTimer()
 			defer func() {
 				b.StopTimer()
-				b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+				if cpu1, ok := processCPU(b); ok && cpuOK {
+					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+				}
 			}()
 			b.RunParallel(func(pb *testing.PB) {
 				rng := rand.New(rand.NewSource(rand.Int63()))
@@ -82,11 +82,4 @@ func BenchmarkGetParallel(b *testing.B) {
 
 func getParallelKey(dst []byte, i uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, "user"...), i)
-}
-
-// processCPU returns the process's user and system CPU time so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
