@@ -14,7 +14,6 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stratadb/strata/bench/ycsb/harness"
@@ -138,19 +137,12 @@ func report(engine string, threads int, r harness.Result) {
 			errs += s.Count
 		}
 	}
-	fmt.Printf("RESULT engine=%s threads=%d phase=%s ops=%d secs=%.2f ops_per_sec=%.0f p50=%d p99=%d p99.9=%d p99.99=%d max=%d errors=%d cpu_us_per_op=%.2f\n",
-		engine, threads, r.Phase, r.Ops, r.Seconds, r.OpsPerSec(), t.P50, t.P99, t.P999, t.P9999, t.Max, errs, r.CPUSeconds*1e6/float64(r.Ops))
-}
-
-// processCPU returns the process's user and system CPU time so far, in
-// seconds: per operation, it is what an operation costs (client included)
-// whatever CPU other processes leave over, which wall time is not.
-func processCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		fail(err)
+	cpu := ""
+	if cpuMeasured {
+		cpu = fmt.Sprintf(" cpu_us_per_op=%.2f", r.CPUSeconds*1e6/float64(r.Ops))
 	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	fmt.Printf("RESULT engine=%s threads=%d phase=%s ops=%d secs=%.2f ops_per_sec=%.0f p50=%d p99=%d p99.9=%d p99.99=%d max=%d errors=%d%s\n",
+		engine, threads, r.Phase, r.Ops, r.Seconds, r.OpsPerSec(), t.P50, t.P99, t.P999, t.P9999, t.Max, errs, cpu)
 }
 
 func fail(err error) {
