@@ -196,7 +196,11 @@ func (d *DB) Metrics() *Metrics {
 	for _, cf := range d.ColumnFamilies() {
 		rs := cf.loadReadState()
 		v := rs.version
+		// The scores read the files' compacting marks, which compactions
+		// set and clear under the DB's mutex.
+		d.mu.Lock()
 		scores := v.Scores(cf.pickerOptions())
+		d.mu.Unlock()
 		fm := FamilyMetrics{Name: cf.name, ID: cf.id}
 		for level := range m.Levels {
 			l := &m.Levels[level]
