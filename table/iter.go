@@ -239,7 +239,7 @@ func (it *Iter) readUncached(h blockHandle) ([]byte, error) {
 func (it *Iter) loadData() bool {
 	h := it.index.handle()
 	if it.loaded && h == it.dataH {
-		it.blockBelow = it.upper != nil && it.sepBelowUpper()
+		it.blockBelow = it.blockBelowUpper()
 		return true
 	}
 	// Leave the previous block: if this one fails to load, a Next or Prev
@@ -260,7 +260,7 @@ func (it *Iter) loadData() bool {
 		it.data.setMode(cmpInternal)
 	}
 	it.dataH, it.loaded = h, true
-	it.blockBelow = it.upper != nil && it.sepBelowUpper()
+	it.blockBelow = it.blockBelowUpper()
 	return true
 }
 
@@ -282,9 +282,12 @@ func (it *Iter) SetUpperBound(upper []byte) {
 // without a bound, before a positioning call and after a failed one.
 func (it *Iter) NextInBounds() bool { return it.blockBelow }
 
-// sepBelowUpper reports whether the index separator of the block the index
-// rests on has a user key below it.upper.
-func (it *Iter) sepBelowUpper() bool {
+// blockBelowUpper reports whether there is a bound and the index separator
+// of the block the index rests on has a user key below it.
+func (it *Iter) blockBelowUpper() bool {
+	if it.upper == nil {
+		return false
+	}
 	sep := it.index.cur().key
 	if !it.r.userKeyIndex {
 		if len(sep) < base.TrailerLen {
