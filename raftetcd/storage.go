@@ -401,15 +401,15 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 			if err := e.Unmarshal(v); err != nil {
 				return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d: %v", next, err)
 			}
-			if e.Index != next {
-				return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", next, e.Index)
+			if err := checkEntryIndex(next, e.Index); err != nil {
+				return nil, err
 			}
 			ents = append(ents, e)
 			next++
 			continue
 		}
-		if f.index != next {
-			return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", next, f.index)
+		if err := checkEntryIndex(next, f.index); err != nil {
+			return nil, err
 		}
 		var data []byte
 		if l := f.dataLen; l > 0 {
@@ -446,6 +446,15 @@ func (s *Storage) readEntries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 		return nil, errors.Wrapf(db.ErrCorruption, "raftetcd: log entry %d missing", next)
 	}
 	return ents, nil
+}
+
+// checkEntryIndex reports a log entry stored under key index want whose
+// own Index is got as corruption.
+func checkEntryIndex(want, got uint64) error {
+	if got != want {
+		return errors.Wrapf(db.ErrCorruption, "raftetcd: log entry under index %d says %d", want, got)
+	}
+	return nil
 }
 
 // maxSlab bounds one payload slab of readEntries: a range of large
