@@ -452,3 +452,29 @@ func TestEntriesFromDatabaseOwnPayloads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want[4:5], got, "at least one entry")
 }
+
+// TestEntriesRefusesEntryUnderAnotherIndex: an entry whose own Index is
+// not the index of the key it is stored under is corruption, whichever
+// decoder reads it (the inline one, or the generated Unmarshal for an
+// entry with a field the inline one does not know).
+func TestEntriesRefusesEntryUnderAnotherIndex(t *testing.T) {
+	for _, unknownField := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unknown_field=%v", unknownField), func(t *testing.T) {
+			s, err := Open(t.TempDir(), nil, &Options{EntryCacheSize: -1})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			require.NoError(t, s.SaveReady(pb.HardState{}, index(1).terms(1, 1, 1), pb.Snapshot{}, true))
+			v, err := (&pb.Entry{Index: 9, Term: 1, Data: []byte("x")}).Marshal()
+			require.NoError(t, err)
+			if unknownField {
+				v = append(v, 0x28, 1) // field 5, a varint
+				var f entryFields
+				require.False(t, decodeEntry(v, &f), "the inline decoder must hand this one over")
+			}
+			require.NoError(t, s.DB().Put(s.logKey(nil, 2), v, nil))
+			_, err = s.Entries(1, 4, math.MaxUint64)
+			require.ErrorIs(t, err, db.ErrCorruption)
+			require.ErrorContains(t, err, "under index 2 says 9")
+		})
+	}
+}
