@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -188,7 +189,15 @@ func (c *testCluster) converge(want map[string]string) {
 		waitFor(c.t, fmt.Sprintf("%s to apply index %d", nd.id, applied), func() bool {
 			return nd.r.AppliedIndex() >= applied
 		})
-		require.Equal(c.t, want, fsmContents(c.t, nd.fsm), "state machine of %s", nd.id)
+		// raft moves AppliedIndex when it hands entries to the FSM
+		// goroutine, before the FSM applies them: poll the state a while
+		// before judging it.
+		got := fsmContents(c.t, nd.fsm)
+		for deadline := time.Now().Add(10 * time.Second); !reflect.DeepEqual(got, want) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			got = fsmContents(c.t, nd.fsm)
+		}
+		require.Equal(c.t, want, got, "state machine of %s", nd.id)
 	}
 }
 

@@ -192,7 +192,7 @@ func TestHashicorpRaftSuite(t *testing.T) {
 		} else {
 			t.Logf("%v lost the leader's lease on this disk and passed when run again", failed)
 		}
-		err = rerr
+		err, out = rerr, rout
 	}
 	require.NoError(t, err, "hashicorp/raft's tests failed on raftstore")
 	require.Contains(t, string(out), "ok", "no test ran")
