@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/batch"
+	"github.com/stratadb/strata/internal/record"
 )
 
 // commitPipeline orders writes in three stages, as Pebble's commit pipeline
@@ -63,8 +64,11 @@ type commitPipeline struct {
 	// insert concurrently until aloneAfter sequence numbers pass without
 	// one (see commitWrite). Under mu.
 	contendedSeq base.SeqNum
-	closed       bool        // under mu
-	lastSeq      base.SeqNum // under mu
+	// contended is set once a writer found mu held (contendedSeq is
+	// meaningful). Under mu.
+	contended bool
+	closed    bool        // under mu
+	lastSeq   base.SeqNum // under mu
 	// walBytes is a running total of the bytes appended to the WALs (it
 	// grows under mu); syncWAL compares positions in it.
 	walBytes atomic.Uint64
@@ -163,8 +167,48 @@ func (c *commitPipeline) concurrentLocked(mem *memTable) bool {
 	if c.blocked.Load() {
 		c.blocked.Store(false)
 		c.contendedSeq = c.lastSeq
+		c.contended = true
 	}
 	return c.lastSeq-c.contendedSeq < aloneAfter || mem.reserved.Load() > 0
+}
+
+// loneLocked reports whether the writer holding mu is the only one about:
+// no write is in the pipeline, none waits for mu, and none found it held
+// in the last aloneAfter sequence numbers. Such a synced writer may sync
+// its record under mu, in the write itself (flushSyncLocked): with other
+// writers about it would hold them off mu for the sync, and they could not
+// append the records that one sync after it would cover.
+func (c *commitPipeline) loneLocked() bool {
+	return c.unpublished.Load() == 0 && !c.blocked.Load() &&
+		(!c.contended || c.lastSeq-c.contendedSeq >= aloneAfter)
+}
+
+// flushSyncLocked flushes the WAL record a synced write just framed (n
+// bytes of walBytes) and, when every byte appended before it is durable,
+// makes it durable in the same call (record.Writer.FlushSync: on Linux one
+// pwritev2 with RWF_DSYNC instead of a write and an fdatasync). That call
+// syncs only the bytes it writes, hence the condition. synced reports
+// whether the record is durable; if not, the caller syncs as usual. A
+// failure is also a failure of a sync of this WAL: the record's bytes may
+// be in the page cache, written in part or not made durable, so no later
+// sync of the WAL may succeed (syncErr, as in syncLogSyncMuLocked). c.mu
+// must be held, with no write in the pipeline (loneLocked): nothing else
+// appends or syncs meanwhile.
+func (c *commitPipeline) flushSyncLocked(logW *record.Writer, n uint64) (synced bool, err error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if c.syncErr != nil || c.synced != c.walBytes.Load() {
+		return false, logW.Flush()
+	}
+	synced, err = logW.FlushSync()
+	if err != nil {
+		c.syncErr = err
+		return false, err
+	}
+	if synced {
+		c.synced = c.walBytes.Load() + n
+	}
+	return synced, nil
 }
 
 // waitDrainedLocked waits until every write that took sequence numbers is
@@ -269,10 +313,21 @@ func (d *DB) commitWrite(w *writer) error {
 
 	seq := c.lastSeq + 1
 	b.SetSeq(seq)
+	// needSync: the write is synced and its record is not durable yet.
+	needSync := w.sync
 	if !w.disableWAL {
 		_, err := logW.WriteRecord(b.Data())
 		if err == nil {
-			err = logW.Flush()
+			if w.sync && c.loneLocked() {
+				var synced bool
+				synced, err = c.flushSyncLocked(logW, uint64(b.Len()))
+				if synced {
+					needSync = false
+					d.stats.walSyncs.Add(1)
+				}
+			} else {
+				err = logW.Flush()
+			}
 		}
 		if err != nil {
 			// No sequence number was taken: lastSeq is unchanged.
@@ -288,7 +343,7 @@ func (d *DB) commitWrite(w *writer) error {
 
 	// Stage 2. Alone: insert under mu with the single-writer path.
 	alone := rangeDels || multi || d.opts.DisableConcurrentMemtableWrites || !c.concurrentLocked(mem)
-	if alone && c.unpublished.Load() == 0 && !w.sync {
+	if alone && c.unpublished.Load() == 0 && !needSync {
 		// Nothing is before this write and nothing can start until mu is
 		// released: publish directly.
 		// (A failed insert is a bug: the memtable was sized for the
@@ -320,7 +375,7 @@ func (d *DB) commitWrite(w *writer) error {
 	}
 	if err != nil {
 		d.setBackgroundError(err)
-	} else if w.sync {
+	} else if needSync {
 		err = d.syncWAL(logF, logNum, w.walEnd)
 	}
 	c.publish(d, w)

@@ -56,6 +56,10 @@ func TestWALSync_FailureIsSticky(t *testing.T) {
 	d, err := db.Open(dir, &db.Options{FS: errorfs.Wrap(vfs.Default, inj), CreateIfMissing: true,
 		WALWriteSyscalls: true})
 	require.NoError(t, err)
+	// An unsynced write first: A's synced write then writes its record and
+	// fsyncs the WAL after it, rather than writing and syncing it in one
+	// call under the commit lock (flushSyncLocked), where B could not append.
+	require.NoError(t, d.Put([]byte("0"), []byte("0"), nil))
 	armed.Store(true)
 
 	sync := &db.WriteOptions{Sync: true}

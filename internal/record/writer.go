@@ -51,6 +51,15 @@ type FramedWriter interface {
 	WriteFramed(p []byte, headers []int) (int, error)
 }
 
+// SyncWriter is implemented by writers that can write p after what they
+// hold and make p durable in one call (vfs: pwritev2 with RWF_DSYNC, on
+// Linux). Only the bytes of p are made durable, not earlier ones.
+// supported is false, with nothing written, when the call is not available
+// for this file; the caller then writes and syncs the usual way.
+type SyncWriter interface {
+	WriteSync(p []byte) (n int, supported bool, err error)
+}
+
 // NewWriter returns a Writer that appends to w, which must be positioned at
 // offset 0 of a new log file numbered logNumber.
 func NewWriter(w io.Writer, logNumber uint64) *Writer {
@@ -167,6 +176,48 @@ func (w *Writer) Flush() error {
 		w.buf = nil
 	}
 	return nil
+}
+
+// FlushSync is Flush for a caller that wants the flushed bytes durable and
+// knows every byte flushed before is durable already: when the underlying
+// writer is a SyncWriter that supports it, the buffered bytes are written
+// and made durable in one call and synced is true. Otherwise (no SyncWriter,
+// the call unsupported, or a FramedWriter, whose bytes must go through
+// WriteFramed) it is Flush, and synced is false: the caller syncs. An error
+// breaks the Writer, as Flush's does; the bytes are then neither known
+// written nor known durable.
+func (w *Writer) FlushSync() (synced bool, err error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if len(w.buf) == 0 {
+		return false, nil
+	}
+	sw, ok := w.w.(SyncWriter)
+	if !ok {
+		return false, w.Flush()
+	}
+	if _, framed := w.w.(FramedWriter); framed && w.hsize == HeaderSize {
+		return false, w.Flush()
+	}
+	n, supported, err := sw.WriteSync(w.buf)
+	if !supported && err == nil {
+		return false, w.Flush()
+	}
+	if err == nil && n != len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = errors.Wrapf(err, "strata: record: writing and syncing log %06d", w.logNum)
+		return false, w.err
+	}
+	w.flushed += int64(n)
+	w.buf = w.buf[:0]
+	w.hdrs = w.hdrs[:0]
+	if cap(w.buf) > maxRetainedBuf {
+		w.buf = nil
+	}
+	return true, nil
 }
 
 // Size returns the size of the log including buffered, unflushed bytes.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -155,6 +156,8 @@ func (l *diskLock) Close() error {
 // diskFile is an os.File whose Sync is fdatasync where available.
 type diskFile struct {
 	*os.File
+	// noWriteSync is set once WriteSync found the call unsupported.
+	noWriteSync atomic.Bool
 }
 
 func (f *diskFile) Sync() error { return datasync(f.File) }

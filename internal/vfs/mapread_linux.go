@@ -13,7 +13,7 @@ import (
 
 // MapForReading implements ReadMapper for files of the disk file system on
 // 64-bit Linux (the address space holds every table of a large database).
-func (f diskFile) MapForReading(size int64) (MappedReader, bool) {
+func (f *diskFile) MapForReading(size int64) (MappedReader, bool) {
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, false

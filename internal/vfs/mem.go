@@ -92,6 +92,9 @@ type memNode struct {
 	durableData  []byte
 	under        []byte
 	durableUnder []byte
+	// unsynced is set by a Write and cleared by a Sync: bytes were
+	// written that are not durable, for WriteSync. Guarded by dataMu.
+	unsynced bool
 }
 
 // live returns the file's live contents. n.dataMu must be held.
@@ -216,6 +219,7 @@ func (m *MemFS) Create(name string) (File, error) {
 		n.dataMu.Lock()
 		n.data = nil // a fresh buffer: durableData keeps the old one
 		n.under = nil
+		n.unsynced = false // no byte written yet: see WriteSync
 		n.modTime = time.Now()
 		n.dataMu.Unlock()
 	default:

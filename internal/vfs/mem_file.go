@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cockroachdb/errors"
 )
 
 // memFile is an open file or directory of a MemFS.
@@ -100,10 +102,41 @@ func (f *memFile) Write(p []byte) (int, error) {
 	}
 	f.n.dataMu.Lock()
 	f.n.data = append(f.n.data, p...)
+	f.n.unsynced = f.n.unsynced || len(p) > 0
 	f.n.modTime = time.Now()
 	f.n.dataMu.Unlock()
 	return len(p), nil
 }
+
+// WriteSync appends p and makes it durable, as pwritev2 with RWF_DSYNC
+// does on a disk (record.SyncWriter). That call makes durable the bytes it
+// writes and the file's metadata needed to read them (its size, a
+// truncation by Create), as fdatasync does, but not the bytes written
+// before it, which this model cannot tell apart from the file's others:
+// so WriteSync refuses, with an error and nothing written, a file holding
+// bytes written and not synced before it. A caller that uses it must have
+// synced them first.
+func (f *memFile) WriteSync(p []byte) (int, bool, error) {
+	if err := f.checkOpen("write"); err != nil {
+		return 0, true, err
+	}
+	if !f.write || f.n.isDir {
+		return 0, true, pathErr("write", f.name, syscall.EBADF)
+	}
+	f.n.dataMu.Lock()
+	defer f.n.dataMu.Unlock()
+	if f.n.unsynced {
+		return 0, true, pathErr("writesync", f.name, errWriteSyncUnsynced)
+	}
+	f.n.data = append(f.n.data, p...)
+	f.n.modTime = time.Now()
+	f.n.durableData = f.n.data[:len(f.n.data):len(f.n.data)]
+	f.n.durableUnder = f.n.under
+	return len(p), true, nil
+}
+
+// errWriteSyncUnsynced is WriteSync's error on a file with unsynced bytes.
+var errWriteSyncUnsynced = errors.New("vfs: WriteSync after bytes not synced: a disk would leave them unsynced")
 
 // Sync makes the file's bytes, or for a handle from OpenDir the directory's
 // entries, durable.
@@ -126,6 +159,7 @@ func (f *memFile) Sync() error {
 	// Sharing is safe: see the memNode invariants.
 	f.n.durableData = f.n.data[:len(f.n.data):len(f.n.data)]
 	f.n.durableUnder = f.n.under
+	f.n.unsynced = false
 	f.n.dataMu.Unlock()
 	return nil
 }

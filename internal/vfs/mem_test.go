@@ -254,3 +254,65 @@ func TestMemFS_CrashCloneConcurrentSyncs(t *testing.T) {
 	close(stop)
 	require.NoError(t, <-done)
 }
+
+// TestMemFS_WriteSync: WriteSync makes its bytes durable (a crash keeps
+// them), and refuses, writing nothing, a file with bytes written and not
+// synced before it, which a disk's pwritev2 with RWF_DSYNC would leave
+// unsynced; on a reused file it writes over the old bytes, after a
+// truncating Create it makes the truncation durable too.
+func TestMemFS_WriteSync(t *testing.T) {
+	fs := NewMem()
+	f, err := fs.Create("/log")
+	require.NoError(t, err)
+	syncDir(t, fs, "/")
+	sw := f.(interface {
+		WriteSync(p []byte) (int, bool, error)
+	})
+	n, ok, err := sw.WriteSync([]byte("ab"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 2, n)
+	requireContents(t, fs.CrashClone(), "/log", "ab")
+
+	_, err = f.Write([]byte("cd"))
+	require.NoError(t, err)
+	_, ok, err = sw.WriteSync([]byte("ef"))
+	require.True(t, ok)
+	require.Error(t, err, "bytes not synced before it")
+	requireContents(t, fs, "/log", "abcd")
+	require.NoError(t, f.Sync())
+	_, _, err = sw.WriteSync([]byte("ef"))
+	require.NoError(t, err)
+	requireContents(t, fs.CrashClone(), "/log", "abcdef")
+	require.NoError(t, f.Close())
+
+	// A file written over: the old bytes past the new ones stay.
+	r, err := fs.ReuseForWrite("/log", "/log2")
+	require.NoError(t, err)
+	_, _, err = r.(interface {
+		WriteSync(p []byte) (int, bool, error)
+	}).WriteSync([]byte("XY"))
+	require.NoError(t, err)
+	syncDir(t, fs, "/")
+	requireContents(t, fs.CrashClone(), "/log2", "XYcdef")
+
+	// A truncating Create: WriteSync makes the truncation durable with its
+	// bytes, as fdatasync makes the size durable.
+	c, err := fs.Create("/log2")
+	require.NoError(t, err)
+	_, _, err = c.(interface {
+		WriteSync(p []byte) (int, bool, error)
+	}).WriteSync([]byte("z"))
+	require.NoError(t, err)
+	requireContents(t, fs.CrashClone(), "/log2", "z")
+}
+
+func requireContents(t *testing.T, fs *MemFS, name, want string) {
+	t.Helper()
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.Equal(t, want, string(got))
+}

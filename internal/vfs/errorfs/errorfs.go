@@ -343,6 +343,29 @@ func (f *errorFile) WriteFramed(p []byte, headers []int) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteSync is a write and its sync in one call (record.SyncWriter,
+// pwritev2 with RWF_DSYNC on a disk), forwarded when the wrapped file has
+// it. The injector sees OpWrite, then OpSync: an injected write error
+// writes nothing; an injected sync error writes p (with Write: not made
+// durable) and fails, as a call whose write went through and whose sync
+// did not.
+func (f *errorFile) WriteSync(p []byte) (int, bool, error) {
+	sw, ok := f.File.(interface {
+		WriteSync(p []byte) (int, bool, error)
+	})
+	if !ok {
+		return 0, false, nil
+	}
+	if err := f.inj.MaybeError(OpWrite, f.name); err != nil {
+		return 0, true, err
+	}
+	if err := f.inj.MaybeError(OpSync, f.name); err != nil {
+		n, _ := f.File.Write(p)
+		return n, true, err
+	}
+	return sw.WriteSync(p)
+}
+
 func (f *errorFile) Sync() error {
 	if err := f.inj.MaybeError(OpSync, f.name); err != nil {
 		return err
