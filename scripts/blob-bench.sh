@@ -20,7 +20,7 @@ OUT=${OUT:-/tmp/blobout}
 DIR=${DIR:-/tmp/blobbench}
 STRATA=/tmp/strata-dbbench
 PEER=/tmp/peerbench
-ROCKS=/usr/bin/db_bench
+ROCKS=${ROCKS:-/usr/bin/db_bench}
 SIZES=${SIZES:-"1024 4096 16384"}
 CONFIGS=${CONFIGS:-"strata-off strata-on pebble-on rocksdb-on pebble-off"}
 mkdir -p $OUT $DIR
