@@ -127,11 +127,17 @@ const (
 // Used is the sum of the charges of the cached entries, HighPriUsed that of
 // the entries in the high-priority pools, whose bound (the sum over the
 // shards) is HighPriCapacity.
+//
+// Pinned is the sum of the charges of the blocks no longer cached (evicted,
+// dropped by EvictFile or replaced) that a Handle still holds: memory the
+// cache keeps beyond Used until those handles are released (RocksDB's
+// block-cache-pinned-usage counts the cached ones too).
 type Stats struct {
 	Hits, Misses, Inserts, Evictions uint64
 	HighPriInserts                   uint64
 	Used, Capacity                   int64
 	HighPriUsed, HighPriCapacity     int64
+	Pinned                           int64
 }
 
 // Priority is the priority an entry is cached with (see the package
@@ -156,6 +162,13 @@ type Cache struct {
 	// highRatio is the share of each shard's capacity its high-priority
 	// pool may hold, in [0, 1]; fixed at construction.
 	highRatio float64
+	// mem allocates the values' memory.
+	mem allocator
+	// pinned is Stats.Pinned.
+	pinned atomic.Int64
+	// outstanding counts the handles given out and not released
+	// (invariants builds only).
+	outstanding atomic.Int64
 }
 
 type key struct {
@@ -166,7 +179,7 @@ type key struct {
 // by index into the shard's entries slice.
 type entry struct {
 	key        key
-	value      []byte
+	val        *value
 	charge     int64
 	prev, next int32
 	// referenced is set by Get: the entry gets a second chance when it
@@ -222,6 +235,7 @@ type shard struct {
 		highInserts  uint64
 		evictions    uint64
 	}
+	c            *Cache
 	hits, misses atomic.Uint64
 	_            [64]byte // keep neighbouring shards' hot fields apart
 }
@@ -261,6 +275,7 @@ func newWithPool(capacityBytes int64, n int, highPriPoolRatio float64) *Cache {
 	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1), highRatio: math.Min(highPriPoolRatio, 1)}
 	for i := range c.shards {
 		s := &c.shards[i]
+		s.c = c
 		s.mu.table = make(map[key]int32)
 		// The two list heads, each linked to itself.
 		s.mu.entries = make([]entry, firstSlot)
@@ -298,11 +313,12 @@ func (c *Cache) shard(id, offset uint64) *shard {
 	return &c.shards[h&c.mask]
 }
 
-// Get returns the block cached for (id, offset). The slice must not be
-// modified. Get does not allocate.
-func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
+// Get returns a handle on the block cached for (id, offset), to be
+// released after the last use of its bytes, which must not be modified.
+// Get does not allocate (but in invariants builds).
+func (c *Cache) Get(id, offset uint64) (Handle, bool) {
 	if c == nil {
-		return nil, false
+		return Handle{}, false
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
@@ -310,35 +326,51 @@ func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
 	if !ok {
 		s.mu.Unlock()
 		s.misses.Add(1)
-		return nil, false
+		return Handle{}, false
 	}
 	// Mark, don't move: relinking touches three other entries' cache
 	// lines on every hit, which cost 10% of a cached random read.
 	e := &s.mu.entries[i]
 	e.referenced = true
-	v := e.value
+	v := e.val
+	v.ref()
 	s.mu.Unlock()
 	s.hits.Add(1)
-	return v, true
+	return v.handle(), true
 }
 
-// Set caches value for (id, offset) with LowPriority: SetWithPriority.
+// Set caches a copy of value for (id, offset) with LowPriority:
+// SetWithPriority.
 func (c *Cache) Set(id, offset uint64, value []byte) {
 	c.SetWithPriority(id, offset, value, LowPriority)
 }
 
-// SetWithPriority caches value for (id, offset) with priority pri,
-// replacing any previous value (and its priority), and evicts least
-// recently used entries of the shard to stay within capacity (see the
-// package comment for the order). The cache keeps value; the caller must
-// not modify it afterwards. A value whose charge exceeds the shard
-// capacity is not cached (and any previous value for the key is dropped).
+// SetWithPriority caches a copy of value for (id, offset) with priority
+// pri: Insert of an Alloc holding it.
 func (c *Cache) SetWithPriority(id, offset uint64, value []byte, pri Priority) {
 	if c == nil {
 		return
 	}
+	h := c.Alloc(len(value))
+	copy(h.Bytes(), value)
+	c.Insert(id, offset, h, pri)
+	h.Release()
+}
+
+// Insert caches the block of h, a handle from this cache's Alloc, for
+// (id, offset) with priority pri, replacing any previous value (and its
+// priority), and evicts least recently used entries of the shard to stay
+// within capacity (see the package comment for the order). The cache takes
+// a reference of its own: the caller still releases h, and must not modify
+// the bytes afterwards. A value whose charge exceeds the shard capacity is
+// not cached (and any previous value for the key is dropped).
+func (c *Cache) Insert(id, offset uint64, h Handle, pri Priority) {
+	if c == nil {
+		return
+	}
 	k := key{id, offset}
-	charge := Charge(value)
+	v := h.v
+	charge := v.charge
 	high := pri == HighPriority
 	s := c.shard(id, offset)
 	s.mu.Lock()
@@ -350,14 +382,17 @@ func (c *Cache) SetWithPriority(id, offset uint64, value []byte, pri Priority) {
 		}
 		return
 	}
+	v.ref()
 	if ok {
 		s.unlinkLocked(i)
 		e := &s.mu.entries[i]
 		s.mu.used += charge - e.charge
-		e.value, e.charge, e.high = value, charge, high
+		old := e.val
+		e.val, e.charge, e.high = v, charge, high
+		c.drop(old)
 		s.linkLocked(i)
 	} else {
-		i = s.insertLocked(k, value, charge, high)
+		i = s.insertLocked(k, v, charge, high)
 	}
 	s.mu.inserts++
 	if high {
@@ -382,17 +417,31 @@ func (c *Cache) HasRoom(id, offset uint64, n int) bool {
 	return ok
 }
 
-// SetIfRoom caches value for (id, offset) like Set, but only when that
-// evicts nothing: the shard's free capacity covers the value's charge and
-// no value is cached for the key yet. It reports whether value was stored.
-// Scans use it, so that blocks read in passing fill an unused cache but
-// never push out the blocks that point reads keep there.
+// SetIfRoom caches a copy of value for (id, offset) like InsertIfRoom.
 func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 	if c == nil {
 		return false
 	}
+	h := c.Alloc(len(value))
+	copy(h.Bytes(), value)
+	ok := c.InsertIfRoom(id, offset, h)
+	h.Release()
+	return ok
+}
+
+// InsertIfRoom caches the block of h for (id, offset) like Insert, but
+// only when that evicts nothing: the shard's free capacity covers the
+// value's charge and no value is cached for the key yet. It reports
+// whether the block was stored. Scans use it, so that blocks read in
+// passing fill an unused cache but never push out the blocks that point
+// reads keep there. The caller still releases h.
+func (c *Cache) InsertIfRoom(id, offset uint64, h Handle) bool {
+	if c == nil {
+		return false
+	}
 	k := key{id, offset}
-	charge := Charge(value)
+	v := h.v
+	charge := v.charge
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -402,7 +451,8 @@ func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 	if _, ok := s.mu.table[k]; ok {
 		return false
 	}
-	s.insertLocked(k, value, charge, false)
+	v.ref()
+	s.insertLocked(k, v, charge, false)
 	s.mu.inserts++
 	return true
 }
@@ -423,6 +473,23 @@ func (c *Cache) EvictFile(id uint64) {
 			if k.id == id {
 				s.removeLocked(i) // deleting during range is allowed
 			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// EvictAll drops every entry (not counted as evictions): the memory of
+// each goes back now, or at the Release of the last handle still holding
+// it. The capacity is unchanged; the cache stays usable.
+func (c *Cache) EvictAll() {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, i := range s.mu.table {
+			s.removeLocked(i)
 		}
 		s.mu.Unlock()
 	}
@@ -485,6 +552,7 @@ func (c *Cache) Stats() Stats {
 		st.HighPriCapacity += s.mu.highCapacity
 		s.mu.Unlock()
 	}
+	st.Pinned = c.pinned.Load()
 	return st
 }
 
@@ -562,7 +630,7 @@ func (s *shard) balanceHighLocked() {
 // insertLocked stores a new entry for k, which must not be cached, as most
 // recently used (in the high-priority pool when high) and returns its
 // index. s.mu must be held.
-func (s *shard) insertLocked(k key, value []byte, charge int64, high bool) int32 {
+func (s *shard) insertLocked(k key, v *value, charge int64, high bool) int32 {
 	i := s.mu.free
 	if i != sentinel {
 		s.mu.free = s.mu.entries[i].next
@@ -570,7 +638,7 @@ func (s *shard) insertLocked(k key, value []byte, charge int64, high bool) int32
 		i = int32(len(s.mu.entries))
 		s.mu.entries = append(s.mu.entries, entry{})
 	}
-	s.mu.entries[i] = entry{key: k, value: value, charge: charge, high: high}
+	s.mu.entries[i] = entry{key: k, val: v, charge: charge, high: high}
 	s.mu.table[k] = i
 	s.mu.used += charge
 	s.linkLocked(i)
@@ -584,8 +652,33 @@ func (s *shard) removeLocked(i int32) {
 	e := &s.mu.entries[i]
 	delete(s.mu.table, e.key)
 	s.mu.used -= e.charge
-	*e = entry{next: s.mu.free} // drop the value reference early
+	v := e.val
+	*e = entry{next: s.mu.free}
 	s.mu.free = i
+	s.c.drop(v)
+}
+
+// drop drops the cache's reference to v, which is no longer an entry: its
+// memory is freed now if no handle holds it, else by the last Release,
+// and until then counted as pinned.
+func (c *Cache) drop(v *value) {
+	if v.refs.Load() > 1 {
+		// Possibly held: count it pinned before letting go, so that the
+		// Release that frees it (and subtracts) cannot come first.
+		v.evicted.Store(true)
+		c.pinned.Add(v.charge)
+	}
+	v.unref()
+}
+
+// Outstanding returns the handles given out and not yet released
+// (invariants builds; 0 otherwise): a check for Close paths that every
+// reader released what it held.
+func (c *Cache) Outstanding() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.outstanding.Load()
 }
 
 // linkLocked links the unlinked entry i as most recently used: at the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stratadb/strata/internal/invariants"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,7 +26,7 @@ func checkInvariants(t *testing.T, c *Cache) {
 				require.GreaterOrEqual(t, i, int32(firstSlot))
 				require.Equal(t, i, es[e.next].prev)
 				require.Equal(t, i, s.mu.table[e.key])
-				require.Equal(t, Charge(e.value), e.charge)
+				require.Equal(t, e.val.charge, e.charge)
 				require.Equal(t, head == highSentinel, e.inHigh, "inHigh matches the list")
 				if e.inHigh {
 					require.True(t, e.high, "only high-priority entries in the pool")
@@ -76,17 +77,17 @@ func TestCache_GetSet(t *testing.T) {
 	c := New(1 << 20)
 	id := c.NewID()
 	require.NotEqual(t, id, c.NewID())
-	_, ok := c.Get(id, 0)
+	_, ok := get(c, id, 0)
 	require.False(t, ok)
 	c.Set(id, 0, []byte("block0"))
 	c.Set(id, 4096, []byte("block1"))
-	v, ok := c.Get(id, 0)
+	v, ok := get(c, id, 0)
 	require.True(t, ok)
 	require.Equal(t, []byte("block0"), v)
 	c.Set(id, 0, []byte("block0-again"))
-	v, _ = c.Get(id, 0)
+	v, _ = get(c, id, 0)
 	require.Equal(t, []byte("block0-again"), v)
-	_, ok = c.Get(id+1, 0)
+	_, ok = get(c, id+1, 0)
 	require.False(t, ok)
 
 	st := c.Stats()
@@ -100,22 +101,22 @@ func TestCache_LRUOrder(t *testing.T) {
 	c.Set(1, 0, block(1, 0, size))
 	c.Set(1, 1, block(1, 1, size))
 	c.Set(1, 2, block(1, 2, size))
-	_, ok := c.Get(1, 0) // 0 becomes most recent; 1 is now LRU
+	_, ok := get(c, 1, 0) // 0 becomes most recent; 1 is now LRU
 	require.True(t, ok)
 	c.Set(1, 3, block(1, 3, size))
-	_, ok = c.Get(1, 1)
+	_, ok = get(c, 1, 1)
 	require.False(t, ok, "LRU entry should have been evicted")
 	for _, off := range []uint64{0, 2, 3} {
-		_, ok := c.Get(1, off)
+		_, ok := get(c, 1, off)
 		require.True(t, ok, "offset %d", off)
 	}
 	require.Equal(t, uint64(1), c.Stats().Evictions)
 
 	// Replacing with a bigger value evicts from the LRU end, never itself.
 	c.Set(1, 0, block(1, 0, 2*size)) // order now 0, 3, 2 → 2 must go
-	_, ok = c.Get(1, 2)
+	_, ok = get(c, 1, 2)
 	require.False(t, ok)
-	_, ok = c.Get(1, 0)
+	_, ok = get(c, 1, 0)
 	require.True(t, ok)
 	checkInvariants(t, c)
 }
@@ -124,13 +125,13 @@ func TestCache_TooLargeNotCached(t *testing.T) {
 	c := newWithShards(4096, 1)
 	c.Set(1, 0, make([]byte, 100))
 	c.Set(1, 0, make([]byte, 4096)) // over capacity with overhead: dropped
-	_, ok := c.Get(1, 0)
+	_, ok := get(c, 1, 0)
 	require.False(t, ok)
 	require.Zero(t, c.Stats().Used)
 
 	z := New(0)
 	z.Set(1, 0, []byte("x"))
-	_, ok = z.Get(1, 0)
+	_, ok = get(z, 1, 0)
 	require.False(t, ok)
 	checkInvariants(t, c)
 }
@@ -145,7 +146,7 @@ func TestCache_CapacityBoundRandom(t *testing.T) {
 		case r < 60:
 			c.Set(id, off, block(id, off, 16+rng.Intn(64<<10)))
 		case r < 98:
-			if v, ok := c.Get(id, off); ok {
+			if v, ok := get(c, id, off); ok {
 				require.Equal(t, id, binary.LittleEndian.Uint64(v))
 				require.Equal(t, off, binary.LittleEndian.Uint64(v[8:]))
 			}
@@ -173,9 +174,9 @@ func TestCache_EvictFile(t *testing.T) {
 	}
 	c.EvictFile(a)
 	for off := uint64(0); off < 100; off++ {
-		_, ok := c.Get(a, off*4096)
+		_, ok := get(c, a, off*4096)
 		require.False(t, ok)
-		_, ok = c.Get(b, off*4096)
+		_, ok = get(c, b, off*4096)
 		require.True(t, ok)
 	}
 	st := c.Stats()
@@ -203,7 +204,7 @@ func TestCache_Nil(t *testing.T) {
 	var c *Cache
 	require.Zero(t, c.NewID())
 	c.Set(1, 2, []byte("x"))
-	v, ok := c.Get(1, 2)
+	v, ok := get(c, 1, 2)
 	require.False(t, ok)
 	require.Nil(t, v)
 	c.EvictFile(1)
@@ -212,11 +213,14 @@ func TestCache_Nil(t *testing.T) {
 }
 
 func TestCache_GetNoAllocs(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("handles are tracked in invariants builds")
+	}
 	c := New(1 << 20)
 	c.Set(7, 4096, []byte("value"))
 	require.Zero(t, testing.AllocsPerRun(1000, func() {
-		_, _ = c.Get(7, 4096)
-		_, _ = c.Get(7, 8192)
+		touch(c, 7, 4096)
+		touch(c, 7, 8192)
 	}))
 }
 
@@ -244,7 +248,7 @@ func churnConcurrently(t *testing.T, c *Cache, set func(owner, off uint64, v []b
 				case r < 40:
 					set(owner, off, block(owner, off, 16+rng.Intn(8<<10)))
 				case r < 97:
-					if v, ok := c.Get(owner, off); ok {
+					if v, ok := get(c, owner, off); ok {
 						if binary.LittleEndian.Uint64(v) != owner || binary.LittleEndian.Uint64(v[8:]) != off {
 							errs <- fmt.Errorf("wrong block for (%d,%d)", owner, off)
 							return
@@ -275,7 +279,7 @@ func BenchmarkGetHit(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			_, _ = c.Get(1, uint64(i%n)*4096)
+			touch(c, 1, uint64(i%n)*4096)
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
@@ -283,7 +287,7 @@ func BenchmarkGetHit(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
-				_, _ = c.Get(1, uint64(i%n)*4096)
+				touch(c, 1, uint64(i%n)*4096)
 				i++
 			}
 		})
@@ -312,11 +316,11 @@ func TestCache_InsertNeverEvictsItself(t *testing.T) {
 		for round := uint64(0); round < 3*uint64(slots); round++ {
 			// Reference every cached entry, then insert a new one.
 			for off := uint64(0); off < uint64(slots)+round; off++ {
-				c.Get(1, off)
+				get(c, 1, off)
 			}
 			off := uint64(slots) + round
 			c.Set(1, off, block(1, off, size))
-			v, ok := c.Get(1, off)
+			v, ok := get(c, 1, off)
 			require.True(t, ok, "slots %d: the inserted block %d was evicted", slots, off)
 			require.Equal(t, block(1, off, size), v)
 			checkInvariants(t, c)
@@ -338,7 +342,7 @@ func TestCache_SetIfRoom(t *testing.T) {
 	c.Set(id, 0, block(id, 0, 500)) // frees 512 bytes
 	require.True(t, c.HasRoom(id, 9, 400))
 	require.False(t, c.SetIfRoom(id, 1, block(id, 1, 10)), "an existing entry is not replaced")
-	v, ok := c.Get(id, 1)
+	v, ok := get(c, id, 1)
 	require.True(t, ok)
 	require.Len(t, v, 1024)
 	require.True(t, c.SetIfRoom(id, 9, block(id, 9, 400)))
@@ -383,8 +387,11 @@ func TestCache_ChargesAllocation(t *testing.T) {
 
 // TestCache_SetDoesNotAllocate: inserting into a full cache (one eviction
 // per insert) reuses freed entry slots, so a steady stream of misses
-// allocates nothing in the cache itself.
+// allocates only the values themselves (valueAllocs each).
 func TestCache_SetDoesNotAllocate(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("handles are tracked in invariants builds")
+	}
 	const size = 4096
 	c := newWithShards(64*(size+EntryOverhead), 1)
 	v := make([]byte, size)
@@ -396,7 +403,7 @@ func TestCache_SetDoesNotAllocate(t *testing.T) {
 		c.Set(1, off, v)
 		off++
 	})
-	require.Zero(t, allocs)
+	require.LessOrEqual(t, allocs, float64(valueAllocs))
 	checkInvariants(t, c)
 }
 
@@ -422,3 +429,26 @@ func BenchmarkEvictFile(b *testing.B) {
 		c.EvictFile(uint64(i%int(id)) + 1)
 	}
 }
+
+// get returns a copy of the block cached for (id, offset), releasing the
+// handle.
+func get(c *Cache, id, offset uint64) ([]byte, bool) {
+	h, ok := c.Get(id, offset)
+	if !ok {
+		return nil, false
+	}
+	v := append([]byte(nil), h.Bytes()...)
+	h.Release()
+	return v, true
+}
+
+// touch looks (id, offset) up and releases the handle at once.
+func touch(c *Cache, id, offset uint64) bool {
+	h, ok := c.Get(id, offset)
+	h.Release()
+	return ok
+}
+
+// valueAllocs is what caching a value allocates: its header, and its
+// memory where that is on the heap.
+const valueAllocs = 2

@@ -1,0 +1,151 @@
+package cache
+
+import (
+	"encoding/binary"
+	"math/rand"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratadb/strata/internal/invariants"
+	"github.com/stretchr/testify/require"
+)
+
+// A handle keeps its block readable after the entry is evicted, replaced
+// or dropped by EvictFile; the block counts as pinned until released.
+func TestHandle_OutlivesEviction(t *testing.T) {
+	c := newWithShards(64<<10, 1)
+	c.Set(1, 0, block(1, 0, 4000))
+	h, ok := c.Get(1, 0)
+	require.True(t, ok)
+	charge := h.v.charge
+	c.Set(1, 0, block(1, 1, 4000)) // replaced
+	require.Equal(t, charge, c.Stats().Pinned)
+	for off := uint64(1); off < 100; off++ {
+		c.Set(2, off, block(2, off, 4000)) // churn: freed memory is reused
+	}
+	require.Equal(t, uint64(0), binary.LittleEndian.Uint64(h.Bytes()[8:]), "still the block it was")
+	h.Release()
+	require.Zero(t, c.Stats().Pinned)
+
+	h, ok = c.Get(2, 99)
+	require.True(t, ok)
+	c.EvictFile(2)
+	c.SetCapacity(0)
+	require.Zero(t, c.Stats().Used)
+	require.Equal(t, charge, c.Stats().Pinned)
+	require.Equal(t, uint64(99), binary.LittleEndian.Uint64(h.Bytes()[8:]))
+	h.Release()
+	require.Zero(t, c.Stats().Pinned)
+	require.Zero(t, c.Outstanding())
+}
+
+// Alloc and Insert: the caller's handle and the cache's reference are
+// independent; a value too large to cache is freed with the caller's
+// release.
+func TestHandle_AllocInsert(t *testing.T) {
+	c := newWithShards(64<<10, 1)
+	h := c.Alloc(5000)
+	require.Len(t, h.Bytes(), 5000)
+	copy(h.Bytes(), block(3, 7, 5000))
+	h.SetLen(4000)
+	c.Insert(3, 7, h, LowPriority)
+	h.Release()
+	g, ok := c.Get(3, 7)
+	require.True(t, ok)
+	require.Len(t, g.Bytes(), 4000)
+	require.Equal(t, uint64(7), binary.LittleEndian.Uint64(g.Bytes()[8:]))
+	g.Release()
+
+	big := c.Alloc(128 << 10)
+	c.Insert(3, 8, big, LowPriority)
+	_, ok = c.Get(3, 8)
+	require.False(t, ok, "larger than the shard")
+	big.Release()
+	require.Zero(t, c.Stats().Pinned)
+
+	var zero Handle
+	zero.Release() // nothing held
+	require.Nil(t, zero.Bytes())
+}
+
+// Invariants builds catch a double release and a release of a handle
+// that was never handed out, and report a handle dropped without Release.
+func TestHandle_InvariantsChecks(t *testing.T) {
+	if !invariants.Enabled {
+		t.Skip("invariants builds only")
+	}
+	c := newWithShards(64<<10, 1)
+	c.Set(1, 0, block(1, 0, 100))
+	h, _ := c.Get(1, 0)
+	h.Release()
+	require.Panics(t, func() { h.Release() }, "double release")
+	require.Panics(t, func() { Handle{v: h.v}.Release() }, "a handle not handed out")
+	require.Zero(t, c.Outstanding())
+
+	before := Leaks()
+	func() {
+		h, _ := c.Get(1, 0)
+		_ = h.Bytes()
+	}()
+	require.Equal(t, int64(1), c.Outstanding())
+	for i := 0; i < 50 && Leaks() == before; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, before+1, Leaks(), "the dropped handle is reported")
+}
+
+// Concurrent lookups holding handles for a while, inserts, evictions and
+// capacity changes: every block read through a handle is the one asked for
+// (under -race on heap memory; with -tags invariants freed memory is
+// poisoned or inaccessible), and at the end nothing is pinned.
+func TestHandle_ConcurrentGetReleaseEvict(t *testing.T) {
+	c := New(1 << 20)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			var held []Handle
+			var keys [][2]uint64
+			for i := 0; i < 4000; i++ {
+				owner, off := uint64(1+rng.Intn(4)), uint64(rng.Intn(200))
+				switch r := rng.Intn(100); {
+				case r < 30:
+					c.Set(owner, off, block(owner, off, 16+rng.Intn(6<<10)))
+				case r < 90:
+					if h, ok := c.Get(owner, off); ok {
+						held = append(held, h)
+						keys = append(keys, [2]uint64{owner, off})
+					}
+				case r < 96:
+					c.EvictFile(owner)
+				default:
+					c.SetCapacity(int64(64+rng.Intn(1024)) << 10)
+				}
+				if len(held) > 8 || i == 3999 {
+					for j, h := range held {
+						b := h.Bytes()
+						if binary.LittleEndian.Uint64(b) != keys[j][0] || binary.LittleEndian.Uint64(b[8:]) != keys[j][1] {
+							errs <- "a held block changed"
+						}
+						h.Release()
+					}
+					held, keys = held[:0], keys[:0]
+				}
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	require.Zero(t, c.Stats().Pinned)
+	require.Zero(t, c.Outstanding())
+	checkInvariants(t, c)
+}
