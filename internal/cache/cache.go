@@ -106,12 +106,11 @@ func AllocSize(n int) int {
 	return int(sizeClasses[lo])
 }
 
-// Charge returns what caching value costs against the capacity: the
-// allocation behind it (AllocSize of its capacity) plus EntryOverhead.
-// A value that is a slice of a larger allocation is charged only for the
-// part from its start.
+// Charge returns what caching (a copy of) value costs against the
+// capacity: the memory its copy takes (a slab slot, or with heap memory the
+// Go allocator's size class, see the package comment) plus EntryOverhead.
 func Charge(value []byte) int64 {
-	return int64(AllocSize(cap(value))) + EntryOverhead
+	return int64(slotSize(len(value))) + EntryOverhead
 }
 
 const (
@@ -138,6 +137,10 @@ type Stats struct {
 	Used, Capacity                   int64
 	HighPriUsed, HighPriCapacity     int64
 	Pinned                           int64
+	// Mapped is the memory mapped for values outside the Go heap (slabs,
+	// including a partly used slab's free slots and the one spare per
+	// size class, whose pages are dropped): 0 in builds without mappings.
+	Mapped int64
 }
 
 // Priority is the priority an entry is cached with (see the package
@@ -412,7 +415,7 @@ func (c *Cache) HasRoom(id, offset uint64, n int) bool {
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
-	ok := s.mu.used+int64(AllocSize(n))+EntryOverhead <= s.mu.capacity
+	ok := s.mu.used+int64(c.mem.allocSize(n))+EntryOverhead <= s.mu.capacity
 	s.mu.Unlock()
 	return ok
 }
@@ -529,7 +532,7 @@ func (c *Cache) Fits(n int) bool {
 	if c == nil {
 		return false
 	}
-	return int64(AllocSize(n))+EntryOverhead <= c.capacity.Load()/int64(len(c.shards))
+	return int64(c.mem.allocSize(n))+EntryOverhead <= c.capacity.Load()/int64(len(c.shards))
 }
 
 // Stats returns the current counters. They are read shard by shard, so a
@@ -553,6 +556,7 @@ func (c *Cache) Stats() Stats {
 		s.mu.Unlock()
 	}
 	st.Pinned = c.pinned.Load()
+	st.Mapped = c.mem.mapped.Load()
 	return st
 }
 

@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"math/rand"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratadb/strata/internal/invariants"
+	"github.com/stratadb/strata/internal/offheap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -149,3 +151,54 @@ func TestHandle_ConcurrentGetReleaseEvict(t *testing.T) {
 	require.Zero(t, c.Outstanding())
 	checkInvariants(t, c)
 }
+
+// SetCapacity downwards gives the memory back: slabs left without a live
+// value are unmapped (one per class kept, its pages dropped), and a block a
+// handle holds keeps only its own slab.
+func TestMemory_SetCapacityDownFrees(t *testing.T) {
+	if !offheap.Enabled || invariants.Enabled {
+		t.Skip("slab memory: mapped builds without invariants")
+	}
+	c := New(64 << 20)
+	before := c.Stats().Mapped
+	require.Zero(t, before)
+	for off := uint64(0); off < 8000; off++ {
+		c.Set(1, off, block(1, off, 4101))
+	}
+	grown := c.Stats().Mapped - before
+	require.Greater(t, grown, int64(8000*4352))
+	require.Less(t, grown, int64(8000*4352+2*slabMin*numClasses))
+	h, ok := c.Get(1, 4000)
+	require.True(t, ok)
+	c.SetCapacity(0)
+	require.Zero(t, c.Stats().Used)
+	require.LessOrEqual(t, c.Stats().Mapped-before, int64(2*slabMin), "the held block's slab and one spare")
+	require.Equal(t, uint64(4000), binary.LittleEndian.Uint64(h.Bytes()[8:]))
+	h.Release()
+	require.LessOrEqual(t, c.Stats().Mapped-before, int64(slabMin), "one spare, its pages dropped")
+	// The spare and new slabs serve the next inserts.
+	c.SetCapacity(1 << 20)
+	c.Set(1, 1, block(1, 1, 4101))
+	v, ok := get(c, 1, 1)
+	require.True(t, ok)
+	require.Equal(t, uint64(1), binary.LittleEndian.Uint64(v[8:]))
+}
+
+// Under the invariants tag a block read after its memory was freed faults
+// (the value had a mapping of its own, made inaccessible by the free);
+// SetPanicOnFault turns the fault into a panic the test sees.
+func TestMemory_ReadAfterFreeFaults(t *testing.T) {
+	if !offheap.Enabled || !invariants.Enabled {
+		t.Skip("mapped builds with invariants")
+	}
+	c := New(1 << 20)
+	c.Set(1, 0, block(1, 0, 4101))
+	h, _ := c.Get(1, 0)
+	b := h.Bytes()
+	h.Release()
+	c.EvictAll() // the last reference: freed
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	require.Panics(t, func() { sink = b[100] })
+}
+
+var sink byte
