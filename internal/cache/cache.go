@@ -1,28 +1,32 @@
-// Package cache is the block cache: a sharded, LRU-like cache of immutable byte slices
-// keyed by (table reader id, block offset) and bounded in bytes.
+// Package cache is the block cache: a sharded, LRU-like cache of immutable
+// blocks keyed by (table reader id, block offset) and bounded in bytes.
 //
-// Each entry is charged the bytes its value's allocation really holds (its
-// capacity rounded up to the Go allocator's size class: a 4096-byte block
-// with its 5-byte trailer sits in a 4864-byte object) plus EntryOverhead, so
-// that the capacity bounds the memory the cache keeps alive. The key space is
-// split over a power-of-two number of shards (at most 16, fewer for small
-// capacities so that each shard can hold a few blocks) by a hash of the key;
-// each shard has its own mutex, map and LRU list and gets capacity/shards
-// bytes. A value whose charge exceeds its shard's capacity is not cached.
+// Each entry is charged the bytes its value's memory really takes (the
+// slab slot of its size class, or with heap memory the Go allocator's
+// size class: see memory.go) plus EntryOverhead, so that the capacity
+// bounds the memory the cache keeps. The key space is split over a
+// power-of-two number of shards (at most 16, fewer for small capacities so
+// that each shard can hold a few blocks) by a hash of the key; each shard
+// has its own mutex, map and LRU list and gets capacity/shards bytes. A
+// value whose charge exceeds its shard's capacity is not cached.
 //
 // A nil *Cache is a valid cache that never hits and counts nothing, so
 // callers need no nil checks.
 //
-// # Why not reference counting
+// # Handles and reference counts
 //
-// RocksDB and Pebble hand out handles that pin an entry until released,
-// because their block memory is manually managed and may be reused once
-// evicted. Here values are ordinary immutable Go slices: evicting an entry
-// only drops the cache's reference, and the garbage collector keeps the
-// block alive for as long as any reader still uses it. There is therefore no
-// handle, no Release, and no way to leak a pin; the cost is that memory held
-// by readers after eviction is not counted against the capacity. Callers must
-// never modify a slice passed to Set or returned by Get.
+// Values live outside the Go heap where the build can map memory (see
+// memory.go), so they are freed by hand, and readers hold references, as
+// in RocksDB's and Pebble's caches. Get returns a Handle after an atomic
+// increment of the value's count; the cache holds one reference per
+// entry. Eviction, replacement, EvictFile, EvictAll and SetCapacity drop
+// the cache's reference; the memory is freed by whoever drops the last
+// one, so a block a reader holds stays valid, and is counted in
+// Stats.Pinned (not in Used) until released. Inserts never wait for a
+// release. A block missing from the cache is read into memory from Alloc
+// and then cached with Insert, so it is never copied. Every Handle must be
+// released exactly once, after the last use of its bytes; the invariants
+// build checks that (see Handle).
 //
 // # Eviction: LRU with a second chance
 //

@@ -13,8 +13,8 @@ import (
 // detector) a value takes a slot of a size-classed slab carved from an
 // anonymous mapping, so cached blocks are neither Go heap the collector
 // scans nor counted in its heap goal (which lets the heap grow to twice
-// the live heap: with the cache on the heap that cost about 2.1 bytes of
-// RSS per cached byte). A value larger than the largest class gets a
+// the live heap: with the cache on the heap its budget cost about twice
+// its size in RSS). A value larger than the largest class gets a
 // mapping of its own. Without mappings values are heap slices and the
 // collector frees them.
 //
