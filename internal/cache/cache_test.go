@@ -39,6 +39,12 @@ func checkInvariants(t *testing.T, c *Cache) {
 			}
 		}
 		require.Equal(t, len(s.mu.table), n)
+		ix := s.idx.Load()
+		require.Equal(t, len(s.mu.table), ix.live, "the index links every entry")
+		require.LessOrEqual(t, 2*(ix.live+ix.dead), len(ix.slots))
+		for k, i := range s.mu.table {
+			require.Same(t, es[i].val, ix.find(k), "index entry of %v", k)
+		}
 		require.Equal(t, s.mu.highUsed, highUsed)
 		require.LessOrEqual(t, s.mu.highUsed, s.mu.highCapacity)
 		free := 0

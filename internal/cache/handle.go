@@ -19,10 +19,14 @@ type value struct {
 	// were held: the value's charge then counts in the cache's pinned
 	// bytes until it is freed.
 	evicted atomic.Bool
-	buf     []byte // the block, a prefix of mem
-	mem     memory
-	charge  int64
-	c       *Cache
+	// referenced is set by Get (only when clear): the entry gets a second
+	// chance when it reaches the LRU end.
+	referenced atomic.Bool
+	key        key    // the key it is cached under, set before it is linked
+	buf        []byte // the block, a prefix of mem
+	mem        memory
+	charge     int64
+	c          *Cache
 }
 
 // Handle is a reference to a block's bytes: from Get (the block cached

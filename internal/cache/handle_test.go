@@ -202,3 +202,55 @@ func TestMemory_ReadAfterFreeFaults(t *testing.T) {
 }
 
 var sink byte
+
+// Lookups racing the eviction of the very entry they find: a lookup that
+// finds a value whose count already reached zero must miss, never revive
+// it (with -tags invariants the freed block is inaccessible, and reading
+// it faults; without, its slot holds another block).
+func TestHandle_GetRacesEviction(t *testing.T) {
+	c := newWithShards(1<<20, 1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for gen := uint64(0); ; gen++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.Set(1, 0, block(1, gen, 4000))
+			c.Set(2, gen, block(2, gen, 4000)) // reuses freed slots
+			c.EvictAll()
+		}
+	}()
+	bad := 0
+	for i := 0; i < 200000; i++ {
+		if h, ok := c.Get(1, 0); ok {
+			if binary.LittleEndian.Uint64(h.Bytes()) != 1 {
+				bad++
+			}
+			h.Release()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	require.Zero(t, bad, "a lookup read a freed block")
+	require.Zero(t, c.Stats().Pinned)
+
+	if !invariants.Enabled {
+		return
+	}
+	// The window itself: the entry is evicted and freed after the lookup
+	// found it and before it takes its reference. The lookup must miss.
+	c.Set(1, 0, block(1, 0, 4000))
+	lookupHook = func() { lookupHook = nil; c.EvictAll() }
+	defer func() { lookupHook = nil }()
+	h, ok := c.Get(1, 0)
+	if ok {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		b := h.Bytes()
+		require.False(t, ok, "Get revived a freed block (first byte %d)", b[0])
+	}
+}
