@@ -112,9 +112,10 @@ func (b *blobFiles) close() {
 	}
 }
 
-// get returns the value a blob index found under key refers to. The result
-// may alias the cache: the caller must not modify it (copy before handing
-// it to a user who may).
+// get returns the value a blob index found under key refers to: a copy
+// the caller owns (never block-cache memory, which is released before get
+// returns), but for an inlined value, which aliases index: the caller must
+// not modify it (copy before handing it to a user who may).
 func (b *blobFiles) get(key, index []byte) ([]byte, error) { return b.read(key, index, true) }
 
 // getNoFill is get for compactions: a value the cache lacks is read
@@ -135,7 +136,12 @@ func (b *blobFiles) read(key, index []byte, fill bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := b.bcache.Get(r.cacheID, x.Offset); ok {
+	if h, ok := b.bcache.Get(r.cacheID, x.Offset); ok {
+		// The cache's memory is released here: the caller gets a copy.
+		c := h.Bytes()
+		v := make([]byte, len(c))
+		copy(v, c)
+		h.Release()
 		return v, nil
 	}
 	over := uint64(blob.RecordHeaderSize + len(key))

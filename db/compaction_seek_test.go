@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratadb/strata/db"
+	"github.com/stratadb/strata/internal/invariants"
 	"github.com/stratadb/strata/internal/testutil"
 	"github.com/stratadb/strata/internal/vfs"
 	"github.com/stretchr/testify/require"
@@ -138,6 +139,9 @@ func TestSeekCompaction_FilterExcludedTablesNotCharged(t *testing.T) {
 func TestSeekCompaction_GetAllocatesOnlyItsResult(t *testing.T) {
 	if testutil.RaceEnabled {
 		t.Skip("the race detector allocates")
+	}
+	if invariants.Enabled {
+		t.Skip("block-cache handles are tracked, an allocation each")
 	}
 	d := openSeekDB(t, db.Options{})
 	k := seekKey(5)

@@ -37,6 +37,12 @@ const (
 	PropPrefixExtractor = "strata.prefix-extractor"
 )
 
+// propBlockCachePinnedUsage is the bytes of blocks evicted from the block
+// cache that an iterator still holds (cache.Stats.Pinned): memory beyond
+// rocksdb.block-cache-usage until those iterators move on. RocksDB's
+// property of that name counts the held blocks still cached too.
+const propBlockCachePinnedUsage = "rocksdb.block-cache-pinned-usage"
+
 // GetProperty returns the value of a named property of the default family
 // (or of the database); unknown names give ("", false).
 func (d *DB) GetProperty(name string) (string, bool) { return d.def.GetProperty(name) }
@@ -84,6 +90,8 @@ func (cf *ColumnFamily) GetProperty(name string) (string, bool) {
 		return strconv.FormatInt(d.cache.Stats().Used, 10), true
 	case PropBlockCacheCapacity:
 		return strconv.FormatInt(d.cache.Stats().Capacity, 10), true
+	case propBlockCachePinnedUsage:
+		return strconv.FormatInt(d.cache.Stats().Pinned, 10), true
 	case PropFilterChecks:
 		return u(d.stats.filterChecks.Load())
 	case PropFilterUseful:

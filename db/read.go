@@ -255,12 +255,10 @@ func (d *DB) getFromTable(f *version.FileMetadata, level int, key []byte, snap b
 		return err
 	}
 	if found {
+		// tr.Get's value is a copy of its own (the block it came from is
+		// released before Get returns), so it outlives the table.
 		r.value, r.kind, r.seq, r.found = v, kind, seq, true
-		if kind == base.KindSet || kind == base.KindBlobIndex {
-			// Copy before the table is released.
-			r.value = cloneValue(v)
-			r.owned = true
-		}
+		r.owned = kind == base.KindSet || kind == base.KindBlobIndex
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import "github.com/stratadb/strata/internal/base"
 func (r *Reader) ApproximateOffsetOf(ukey []byte) (offset uint64, past bool, err error) {
 	var x indexIter
 	x.init(r)
+	defer x.release()
 	target := ukey
 	if !r.userKeyIndex {
 		target = base.MakeInternalKey(ukey, base.MaxSeqNum, base.KindSeek).Append(nil)
@@ -34,6 +35,7 @@ func (r *Reader) IndexSamples(max int) ([][]byte, error) {
 	}
 	var x indexIter
 	x.init(r)
+	defer x.release()
 	n := 0
 	for ok := x.first(); ok; ok = x.next() {
 		n++

@@ -183,7 +183,7 @@ func DecompressValue(c Compression, data []byte) ([]byte, string) {
 	if c == NoCompression {
 		return data, ""
 	}
-	return decompressBlock(c, data, 2, nil)
+	return decompressBlock(c, data, 2, nil, nil)
 }
 
 // compressRaw compresses raw with c into dst[:0]; nil on failure or for an
@@ -240,14 +240,22 @@ func appendRawSize(dst []byte, n int, varint bool) []byte {
 // decompressBlock decompresses a stored block of type c. dict is the
 // table's compression dictionary (may be nil). It returns a description of
 // the problem on failure.
-func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zstd.Decoder) ([]byte, string) {
+//
+// alloc, when not nil, gives the output buffer of n bytes where n is known
+// before decompressing and within the bounds the format's checks allow
+// (snappy, zstd, lz4): a block for the cache is then decompressed straight
+// into cache memory. Other formats return a heap buffer.
+func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zstd.Decoder, alloc func(int) []byte) ([]byte, string) {
+	if alloc == nil {
+		alloc = heapAlloc
+	}
 	switch c {
 	case SnappyCompression:
 		n, err := snappy.DecodedLen(data)
 		if err != nil || !rawSizeOK(c, n, len(data)) {
 			return nil, "bad snappy length"
 		}
-		out, err := snappy.Decode(make([]byte, n), data)
+		out, err := snappy.Decode(alloc(n), data)
 		if err != nil {
 			return nil, "snappy: " + err.Error()
 		}
@@ -262,7 +270,13 @@ func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zst
 			dec = dict
 		}
 		// The output grows past allocBound only as the frame produces it.
-		out, err := dec.DecodeAll(rest, make([]byte, 0, min(n, allocBound(len(rest)))))
+		var dst []byte
+		if n <= allocBound(len(rest)) {
+			dst = alloc(n)[:0]
+		} else {
+			dst = make([]byte, 0, allocBound(len(rest)))
+		}
+		out, err := dec.DecodeAll(rest, dst)
 		if err != nil || len(out) != n {
 			return nil, "zstd: bad block"
 		}
@@ -274,7 +288,12 @@ func decompressBlock(c Compression, data []byte, formatVersion uint32, dict *zst
 		}
 		// Allocate n (at most 256x the block) only once the data has
 		// shown that it expands past allocBound.
-		out := make([]byte, min(n, allocBound(len(rest))))
+		var out []byte
+		if n <= allocBound(len(rest)) {
+			out = alloc(n)
+		} else {
+			out = make([]byte, allocBound(len(rest)))
+		}
 		m, err := lz4.UncompressBlock(rest, out)
 		if err != nil && n > len(out) {
 			out = make([]byte, n)
@@ -342,3 +361,5 @@ func readAllBounded(open func([]byte) io.Reader, data []byte, prefixed bool) ([]
 	}
 	return buf.Bytes(), ""
 }
+
+func heapAlloc(n int) []byte { return make([]byte, n) }

@@ -65,7 +65,7 @@ func TestCompress_WriterOnlyWritesWhatReaderReads(t *testing.T) {
 	for _, c := range []Compression{SnappyCompression, ZSTDCompression, LZ4Compression, ZlibCompression} {
 		out := compressBlock(nil, raw, c, 2)
 		require.NotNil(t, out, "%s", c)
-		got, msg := decompressBlock(c, out, 2, nil)
+		got, msg := decompressBlock(c, out, 2, nil, nil)
 		require.Empty(t, msg, "%s", c)
 		require.Equal(t, len(raw), len(got), "%s", c)
 	}
@@ -93,7 +93,7 @@ func TestCompress_CorruptSizePrefix(t *testing.T) {
 			bad := append(binary.AppendUvarint(nil, n), out[m:]...)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			got, msg := decompressBlock(c, bad, 2, nil)
+			got, msg := decompressBlock(c, bad, 2, nil, nil)
 			runtime.ReadMemStats(&after)
 			require.NotEmpty(t, msg, "%s prefix %d", c, n)
 			require.Nil(t, got)

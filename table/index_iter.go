@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/bloom"
+	"github.com/stratadb/strata/internal/cache"
 )
 
 // indexIter walks the data-block handles of a table: a single index block,
@@ -11,16 +12,21 @@ import (
 // partitions. Keys are in the table's index key form (user or internal).
 //
 // Invariant: when valid, part rests on an entry (two-level) or top does
-// (single level); err is set on the first corrupt block.
+// (single level); err is set on the first corrupt block. partH holds the
+// block-cache handle of the partition part walks when it came from the
+// cache (CacheIndexAndFilterBlocks), until the next partition is loaded or
+// release is called: whoever owns an indexIter calls release when done.
 type indexIter struct {
 	r        *Reader
 	top      blockIter
 	part     blockIter
+	partH    cache.Handle
 	twoLevel bool
 	err      error
 }
 
 func (x *indexIter) init(r *Reader) {
+	x.release()
 	x.r = r
 	x.twoLevel = r.twoLevel
 	x.err = nil
@@ -44,14 +50,26 @@ func (x *indexIter) check(ok bool, it *blockIter, what string) bool {
 	return ok
 }
 
+// release drops the cached partition the iterator holds, if any; part is
+// left walking nothing.
+func (x *indexIter) release() {
+	if x.partH.Valid() {
+		x.part = blockIter{}
+		x.partH.Release()
+		x.partH = cache.Handle{}
+	}
+}
+
 // loadPart points part at the partition the top entry names.
 func (x *indexIter) loadPart() bool {
 	if x.r.partitions == nil {
-		b, err := x.r.indexPartition(x.top.handle)
+		x.release()
+		b, h, err := x.r.indexPartition(x.top.handle)
 		if err != nil {
 			x.err = err
 			return false
 		}
+		x.partH = h
 		x.r.initIndexIter(&x.part, b, x.r.firstKeyIndex, true)
 		x.part.prefixes = nil
 		return true
@@ -210,11 +228,12 @@ func (r *Reader) cachesMetadata() bool {
 
 // partition returns the filter partition at h: the pinned one, or the one
 // the cache holds, read from the file (checksum-verified) and cached on a
-// miss. It returns nil, and no error, when the partition is unknown or too
-// large for the cache. A hit does not allocate.
-func (pf *partitionedFilter) partition(r *Reader, h blockHandle) ([]byte, error) {
+// miss, with the handle the caller releases after the probe. It returns
+// nil, and no error, when the partition is unknown or too large for the
+// cache. A hit does not allocate.
+func (pf *partitionedFilter) partition(r *Reader, h blockHandle) ([]byte, cache.Handle, error) {
 	if pf.parts != nil {
-		return pf.parts[h.offset], nil
+		return pf.parts[h.offset], cache.Handle{}, nil
 	}
 	return r.cachedMetadataBlock(h, "reading filter partition")
 }
@@ -235,32 +254,39 @@ func (pf *partitionedFilter) mayContain(r *Reader, key []byte, h uint64, hashed 
 	if !it.seekGE(target) {
 		return it.corrupt, nil
 	}
-	part, err := pf.partition(r, it.handle)
+	part, ph, err := pf.partition(r, it.handle)
 	if part == nil || err != nil {
 		return true, err
 	}
+	var may bool
 	if hashed {
-		return bloom.MayContainHash(part, h, key), nil
+		may = bloom.MayContainHash(part, h, key)
+	} else {
+		may = bloom.MayContain(part, key)
 	}
-	return bloom.MayContain(part, key), nil
+	ph.Release()
+	return may, nil
 }
 
 // indexPartition returns the index partition at h through the block cache
 // (CacheIndexAndFilterBlocks): cached, or read from the file, verified
-// (checksum and block structure) and cached.
-func (r *Reader) indexPartition(h blockHandle) ([]byte, error) {
+// (checksum and block structure) and cached; with the handle the caller
+// releases after its last use of the bytes.
+func (r *Reader) indexPartition(h blockHandle) ([]byte, cache.Handle, error) {
 	c := r.opts.Cache
-	if b, ok := c.Get(r.cacheID, h.offset); ok {
-		return b, nil
+	if ch, ok := c.Get(r.cacheID, h.offset); ok {
+		return ch.Bytes(), ch, nil
 	}
-	b, err := r.readBlockForCache(h)
+	ch, err := r.readBlockForCache(h)
 	if err != nil {
-		return nil, errors.Wrap(err, "reading index partition")
+		return nil, cache.Handle{}, errors.Wrap(err, "reading index partition")
 	}
+	b := ch.Bytes()
 	var it blockIter
 	if !r.initIndexIter(&it, b, r.firstKeyIndex, false) {
-		return nil, r.corruptf("bad index partition at offset %d", h.offset)
+		ch.Release()
+		return nil, cache.Handle{}, r.corruptf("bad index partition at offset %d", h.offset)
 	}
-	r.cacheMetadata(h.offset, b)
-	return b, nil
+	r.cacheMetadata(h.offset, ch)
+	return b, ch, nil
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/stratadb/strata/internal/base"
+	"github.com/stratadb/strata/internal/cache"
 	"github.com/stratadb/strata/internal/iterator"
 )
 
@@ -14,17 +15,22 @@ import (
 // block (dataH) and data rests on an entry with a key of at least 8 bytes.
 // Key's UserKey and Value alias the block (or keyBuf inside data) and stay
 // valid until the next positioning call. err is reset by each positioning
-// call.
+// call. block is the block-cache handle of the loaded data block when it is
+// cache memory (a hit, or a block read for the cache), held until another
+// block is loaded, Close, or the return of a Get's iterator to the pool
+// (releaseData); a block read around the cache lies in scratch or the
+// readahead chunk and has no handle.
 type Iter struct {
 	r       *Reader
 	index   indexIter
 	data    blockIter
 	dataH   blockHandle
+	block   cache.Handle
 	loaded  bool
 	scratch []byte
-	// ownBlocks: every block read without the cache gets a fresh buffer,
-	// so values outlive the iterator (Get hands them out).
-	ownBlocks bool
+	// point: a Get's iterator, which reads one block per lookup and never
+	// reads ahead.
+	point bool
 	// noFill: blocks missing from the cache are read without adding them
 	// to it (NewCompactionIter).
 	noFill  bool
@@ -43,28 +49,69 @@ type Iter struct {
 // before they are decompressed into the buffer the cache keeps.
 var compressedScratch = sync.Pool{New: func() any { return new([]byte) }}
 
-// readBlockForCache reads block h into a buffer of its own, for the cache.
-// A compressed block is read into a pooled buffer and decompressed into a
-// fresh one, so a miss allocates once, not twice.
-func (r *Reader) readBlockForCache(h blockHandle) ([]byte, error) {
+// readBlockForCache reads block h into cache memory (Cache.Alloc, not yet
+// inserted), returning the handle the caller inserts and releases. A
+// block of a table without compression is read straight into it; a
+// compressed one is read into a pooled buffer and decompressed into it.
+func (r *Reader) readBlockForCache(h blockHandle) (cache.Handle, error) {
+	c := r.opts.Cache
+	n := int(h.size) + blockTrailerLen
 	if r.noCompression {
-		return r.readRaw(h, nil, true)
+		if err := r.checkHandle(h); err != nil {
+			return cache.Handle{}, err
+		}
+		ch := c.Alloc(n)
+		b, err := r.readRaw(h, ch.Bytes(), true)
+		if err != nil {
+			ch.Release()
+			return cache.Handle{}, err
+		}
+		ch.SetLen(len(b))
+		return ch, nil
 	}
 	sp := compressedScratch.Get().(*[]byte)
 	defer compressedScratch.Put(sp)
-	if n := int(h.size) + blockTrailerLen; cap(*sp) < n && n <= maxBlockSize {
+	if cap(*sp) < n && n <= maxBlockSize {
 		*sp = make([]byte, n)
 	}
-	b, err := r.readRaw(h, *sp, true)
+	if err := r.checkHandle(h); err != nil {
+		return cache.Handle{}, err
+	}
+	raw := *sp
+	if cap(raw) < n {
+		raw = make([]byte, n)
+	}
+	raw = raw[:n]
+	if err := r.readAt(raw, int64(h.offset)); err != nil {
+		return cache.Handle{}, err
+	}
+	return r.decodeForCache(h, raw)
+}
+
+// decodeForCache verifies and decompresses block h, whose bytes (trailer
+// included) are raw, into cache memory, returning its handle (see
+// readBlockForCache). raw is not kept.
+func (r *Reader) decodeForCache(h blockHandle, raw []byte) (cache.Handle, error) {
+	c := r.opts.Cache
+	var ch cache.Handle
+	b, err := r.decodeRawTo(h, raw, true, func(n int) []byte {
+		ch = c.Alloc(n)
+		return ch.Bytes()
+	})
 	if err != nil {
-		return nil, err
+		ch.Release()
+		return cache.Handle{}, err
 	}
-	if len(b) > 0 && cap(*sp) > 0 && &b[0] == &(*sp)[:1][0] {
-		// Stored uncompressed (it did not shrink enough): b aliases the
-		// scratch buffer, which goes back to the pool.
-		b = append([]byte(nil), b...)
+	if ch.Valid() && len(b) > 0 && &b[0] == &ch.Bytes()[0] {
+		ch.SetLen(len(b))
+		return ch, nil
 	}
-	return b, nil
+	// Stored uncompressed (aliasing raw), empty, or decompressed by a
+	// format that allocates its own output: copy it into cache memory.
+	ch.Release()
+	ch = c.Alloc(len(b))
+	copy(ch.Bytes(), b)
+	return ch, nil
 }
 
 // readahead implements RocksDB's automatic readahead for iterators: after
@@ -91,13 +138,14 @@ const (
 )
 
 // readaheadBlock returns block h from the readahead chunk, reading a new
-// chunk when the access pattern is sequential. ok is false when h should
-// be read on its own.
-func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
+// chunk when the access pattern is sequential, with its cache handle when
+// it was cached (see admitReadahead). ok is false when h should be read on
+// its own.
+func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ch cache.Handle, ok bool, err error) {
 	r := it.r
 	ra := &it.ra
 	if err := r.checkHandle(h); err != nil {
-		return nil, true, err
+		return nil, cache.Handle{}, true, err
 	}
 	n := h.size + blockTrailerLen // no overflow: h lies within the file
 	if ra.buf != nil && h.offset >= ra.off && h.offset+n <= ra.off+uint64(len(ra.buf)) {
@@ -118,7 +166,7 @@ func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
 	}
 	ra.nextOff, ra.lastOff = h.offset+n, h.offset
 	if ra.seq < 2 {
-		return nil, false, nil
+		return nil, cache.Handle{}, false, nil
 	}
 	if ra.size == 0 {
 		ra.size = readaheadInitial
@@ -146,7 +194,7 @@ func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
 	ra.off = start
 	if err := r.readAt(ra.buf, int64(start)); err != nil {
 		ra.buf = nil
-		return nil, true, err
+		return nil, cache.Handle{}, true, err
 	}
 	i := h.offset - start
 	return it.admitReadahead(h, ra.buf[i:i+n:i+n])
@@ -157,23 +205,23 @@ func (it *Iter) readaheadBlock(h blockHandle) (b []byte, ok bool, err error) {
 // with a cache larger than the data, a repeated scan then reads and
 // verifies each block once. A block that would evict anything is not
 // cached (SetIfRoom), so scans never push out the blocks point reads keep
-// hot. An uncompressed block is copied out of the chunk before caching,
-// since the chunk is reused.
-func (it *Iter) admitReadahead(h blockHandle, raw []byte) ([]byte, bool, error) {
+// hot. A block that is cached is decompressed (or, uncompressed, copied
+// out of the chunk, which is reused) into cache memory, and returned with
+// its handle; one that is not aliases the chunk or a heap buffer.
+func (it *Iter) admitReadahead(h blockHandle, raw []byte) ([]byte, cache.Handle, bool, error) {
 	r := it.r
-	b, err := r.decodeRaw(h, raw, true)
-	if err != nil || len(b) == 0 {
-		return b, true, err
-	}
 	c := r.opts.Cache
-	if it.noFill || !c.HasRoom(r.cacheID, h.offset, len(b)) {
-		return b, true, nil
+	// The decompressed size is not known yet: decide on the stored one.
+	if it.noFill || !c.HasRoom(r.cacheID, h.offset, int(h.size)) {
+		b, err := r.decodeRaw(h, raw, true)
+		return b, cache.Handle{}, true, err
 	}
-	if &b[0] == &raw[0] {
-		b = append([]byte(nil), b...)
+	ch, err := r.decodeForCache(h, raw)
+	if err != nil {
+		return nil, cache.Handle{}, true, err
 	}
-	c.SetIfRoom(r.cacheID, h.offset, b)
-	return b, true, nil
+	c.InsertIfRoom(r.cacheID, h.offset, ch)
+	return ch.Bytes(), ch, true, nil
 }
 
 var _ iterator.Iterator = (*Iter)(nil)
@@ -197,38 +245,39 @@ func (r *Reader) NewCompactionIter() *Iter {
 	return it
 }
 
-// readDataBlock returns the data block at h, from the cache if possible.
-func (it *Iter) readDataBlock(h blockHandle) ([]byte, error) {
+// readDataBlock returns the data block at h, from the cache if possible,
+// with its cache handle when it is cache memory (the caller holds it while
+// it uses the block).
+func (it *Iter) readDataBlock(h blockHandle) ([]byte, cache.Handle, error) {
 	r := it.r
 	if c := r.opts.Cache; c != nil {
-		if b, ok := c.Get(r.cacheID, h.offset); ok {
-			return b, nil
+		if ch, ok := c.Get(r.cacheID, h.offset); ok {
+			return ch.Bytes(), ch, nil
 		}
-		if !it.ownBlocks {
-			if b, ok, err := it.readaheadBlock(h); ok {
-				return b, err
+		if !it.point {
+			if b, ch, ok, err := it.readaheadBlock(h); ok {
+				return b, ch, err
 			}
 		}
 		if it.noFill {
-			return it.readUncached(h)
+			b, err := it.readUncached(h)
+			return b, cache.Handle{}, err
 		}
-		b, err := r.readBlockForCache(h)
+		ch, err := r.readBlockForCache(h)
 		if err != nil {
-			return nil, err
+			return nil, cache.Handle{}, err
 		}
-		c.Set(r.cacheID, h.offset, b)
-		return b, nil
+		c.Insert(r.cacheID, h.offset, ch, cache.LowPriority)
+		return ch.Bytes(), ch, nil
 	}
-	return it.readUncached(h)
+	b, err := it.readUncached(h)
+	return b, cache.Handle{}, err
 }
 
 // readUncached reads block h from the file, into the iterator's scratch
-// buffer (valid until the next read) unless the iterator owns its blocks.
+// buffer (valid until the next read).
 func (it *Iter) readUncached(h blockHandle) ([]byte, error) {
 	r := it.r
-	if it.ownBlocks {
-		return r.readRaw(h, nil, true)
-	}
 	if n := int(h.size) + blockTrailerLen; cap(it.scratch) < n && n <= maxBlockSize {
 		it.scratch = make([]byte, n)
 	}
@@ -244,14 +293,13 @@ func (it *Iter) loadData() bool {
 	}
 	// Leave the previous block: if this one fails to load, a Next or Prev
 	// after the false return must not yield its entries.
-	it.loaded = false
-	it.blockBelow = false
-	it.data.invalidate()
-	b, err := it.readDataBlock(h)
+	it.releaseData()
+	b, ch, err := it.readDataBlock(h)
 	if err != nil {
 		it.err = err
 		return false
 	}
+	it.block = ch
 	if !it.data.init(b, it.r.dataCmp) {
 		it.err = it.r.corruptf("bad data block at offset %d", h.offset)
 		return false
@@ -262,6 +310,19 @@ func (it *Iter) loadData() bool {
 	it.dataH, it.loaded = h, true
 	it.blockBelow = it.blockBelowUpper()
 	return true
+}
+
+// releaseData leaves the loaded data block and releases its cache handle:
+// nothing may read the block's bytes afterwards, and loaded is false so
+// that no move steps from it.
+func (it *Iter) releaseData() {
+	it.data.invalidate()
+	it.data.data = nil
+	it.loaded, it.blockBelow = false, false
+	if it.block.Valid() {
+		it.block.Release()
+		it.block = cache.Handle{}
+	}
 }
 
 // SetUpperBound gives the iterator the bound its caller checks keys
@@ -468,24 +529,26 @@ func (it *Iter) Value() []byte { return it.data.value() }
 // Error implements iterator.Iterator.
 func (it *Iter) Error() error { return it.err }
 
-// Close implements iterator.Iterator.
+// Close implements iterator.Iterator. It releases the blocks the iterator
+// holds; Close may be called more than once.
 func (it *Iter) Close() error {
 	err := it.err
+	it.releaseData()
 	it.data = blockIter{}
-	it.loaded, it.blockBelow = false, false
+	it.index.release()
 	return err
 }
 
 // Get returns the newest entry for ukey visible at snap (seq < snap). It
-// does not consult the filter. The value aliases an immutable block and may
-// be kept.
+// does not consult the filter. The value is a copy the caller owns: the
+// block it was read from is released before Get returns.
 func (r *Reader) Get(ukey []byte, snap SeqNum) (value []byte, kind Kind, seq SeqNum, found bool, err error) {
 	if snap == 0 {
 		return nil, 0, 0, false, nil
 	}
 	it, _ := r.iterPool.Get().(*Iter)
 	if it == nil {
-		it = &Iter{r: r, ownBlocks: true}
+		it = &Iter{r: r, point: true}
 	}
 	it.index.init(r)
 	it.loaded = false
@@ -502,11 +565,17 @@ func (r *Reader) Get(ukey []byte, snap SeqNum) (value []byte, kind Kind, seq Seq
 	if it.seekGE(ukey, target) {
 		k := it.Key()
 		if r.cmp.CompareUser(k.UserKey, ukey) == 0 {
-			value, kind, seq, found = it.Value(), k.Kind(), k.SeqNum(), true
+			// Copy before the block is released. make and copy: the
+			// compiler allocates that without clearing first.
+			v := it.Value()
+			value = make([]byte, len(v))
+			copy(value, v)
+			kind, seq, found = k.Kind(), k.SeqNum(), true
 		}
 	}
 	err = it.err
-	it.data.data = nil
+	it.releaseData()
+	it.index.release()
 	r.iterPool.Put(it)
 	if err != nil {
 		return nil, 0, 0, false, err
@@ -542,6 +611,7 @@ func (r *Reader) VerifyChecksums() error {
 	}
 	var x indexIter
 	x.init(r)
+	defer x.release()
 	for ok := x.first(); ok; ok = x.next() {
 		if _, err := r.readRaw(x.handle(), nil, true); err != nil {
 			return err

@@ -17,6 +17,7 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 	var out []BlockInfo
 	var x indexIter
 	x.init(r)
+	defer x.release()
 	for ok := x.first(); ok; ok = x.next() {
 		h := x.handle()
 		out = append(out, BlockInfo{Kind: "data", Offset: h.offset, Size: h.size})

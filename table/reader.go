@@ -236,6 +236,14 @@ func (r *Reader) checkHandle(h blockHandle) error {
 // included, are buf, and decompresses it when decompress is true. An
 // uncompressed block aliases buf.
 func (r *Reader) decodeRaw(h blockHandle, buf []byte, decompress bool) ([]byte, error) {
+	return r.decodeRawTo(h, buf, decompress, nil)
+}
+
+// decodeRawTo is decodeRaw decompressing into alloc(n) where the output
+// size n is known before decompressing (nil: a new heap buffer); the
+// result may still be a heap buffer of its own (formats whose size is not
+// known first).
+func (r *Reader) decodeRawTo(h blockHandle, buf []byte, decompress bool, alloc func(int) []byte) ([]byte, error) {
 	data, ct := buf[:h.size], buf[h.size]
 	if t := r.footer.checksum; t != checksum.None {
 		stored := binary.LittleEndian.Uint32(buf[h.size+1:])
@@ -250,7 +258,7 @@ func (r *Reader) decodeRaw(h blockHandle, buf []byte, decompress bool) ([]byte, 
 	if !decompress {
 		return nil, r.corruptf("unexpected compressed block (type %d) at offset %d", ct, h.offset)
 	}
-	out, msg := decompressBlock(Compression(ct), data, r.footer.formatVersion, r.dict)
+	out, msg := decompressBlock(Compression(ct), data, r.footer.formatVersion, r.dict, alloc)
 	if msg != "" {
 		return nil, r.corruptf("block at offset %d size %d: %s", h.offset, h.size, msg)
 	}
@@ -508,46 +516,52 @@ func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
 func (r *Reader) HasFilter() bool { return r.filter != nil || r.cachedFilter || r.partFilter != nil }
 
 // filterBlock returns the full filter block: the pinned one, or the one the
-// cache holds, read from the file (checksum-verified) and cached on a miss.
-// It returns nil, and no error, when there is no full filter or it is too
-// large for the cache to keep (reading it for every probe would cost more
-// than the data block it may save). A hit does not allocate.
-func (r *Reader) filterBlock() ([]byte, error) {
+// cache holds, read from the file (checksum-verified) and cached on a miss,
+// with the handle the caller releases after the probe. It returns nil, and
+// no error, when there is no full filter or it is too large for the cache
+// to keep (reading it for every probe would cost more than the data block
+// it may save). A hit does not allocate.
+func (r *Reader) filterBlock() ([]byte, cache.Handle, error) {
 	if !r.cachedFilter {
-		return r.filter, nil
+		return r.filter, cache.Handle{}, nil
 	}
 	return r.cachedMetadataBlock(r.filterH, "reading filter block")
 }
 
 // cachedMetadataBlock returns the filter block (or filter partition) at h
 // through the block cache: a hit, or a read verified, kept uncompressed
-// and cached with cacheMetadata. It returns nil, and no error, when the
-// block could never be cached (larger than a cache shard): the caller
-// then does without it. what names the block in a read error.
-func (r *Reader) cachedMetadataBlock(h blockHandle, what string) ([]byte, error) {
+// and cached with cacheMetadata; with its handle, which the caller
+// releases after its last use of the bytes. It returns nil, and no error,
+// when the block could never be cached (larger than a cache shard): the
+// caller then does without it. what names the block in a read error.
+func (r *Reader) cachedMetadataBlock(h blockHandle, what string) ([]byte, cache.Handle, error) {
 	c := r.opts.Cache
-	if b, ok := c.Get(r.cacheID, h.offset); ok {
-		return b, nil
+	if ch, ok := c.Get(r.cacheID, h.offset); ok {
+		return ch.Bytes(), ch, nil
 	}
 	if !c.Fits(int(h.size) + blockTrailerLen) {
-		return nil, nil
+		return nil, cache.Handle{}, nil
 	}
-	b, err := r.readRaw(h, nil, false)
+	ch := c.Alloc(int(h.size) + blockTrailerLen)
+	b, err := r.readRaw(h, ch.Bytes(), false)
 	if err != nil {
-		return nil, errors.Wrap(err, what)
+		ch.Release()
+		return nil, cache.Handle{}, errors.Wrap(err, what)
 	}
-	r.cacheMetadata(h.offset, b)
-	return b, nil
+	ch.SetLen(len(b))
+	r.cacheMetadata(h.offset, ch)
+	return b, ch, nil
 }
 
-// cacheMetadata caches the index or filter block b at offset, with high
-// priority under CacheIndexAndFilterBlocksWithHighPriority.
-func (r *Reader) cacheMetadata(offset uint64, b []byte) {
+// cacheMetadata caches the index or filter block of ch at offset, with
+// high priority under CacheIndexAndFilterBlocksWithHighPriority. The
+// caller keeps (and releases) ch.
+func (r *Reader) cacheMetadata(offset uint64, ch cache.Handle) {
 	pri := cache.LowPriority
 	if r.opts.CacheIndexAndFilterBlocksWithHighPriority {
 		pri = cache.HighPriority
 	}
-	r.opts.Cache.SetWithPriority(r.cacheID, offset, b, pri)
+	r.opts.Cache.Insert(r.cacheID, offset, ch, pri)
 }
 
 // KeyMayMatch probes the whole-key filter. It is true when there is no
@@ -644,14 +658,18 @@ func (r *Reader) mayContain(key []byte, h uint64, hashed bool) (bool, error) {
 	if r.partFilter != nil {
 		return r.partFilter.mayContain(r, key, h, hashed)
 	}
-	f, err := r.filterBlock()
+	f, fh, err := r.filterBlock()
 	if f == nil || err != nil {
 		return true, err
 	}
+	var may bool
 	if hashed {
-		return bloom.MayContainHash(f, h, key), nil
+		may = bloom.MayContainHash(f, h, key)
+	} else {
+		may = bloom.MayContain(f, key)
 	}
-	return bloom.MayContain(f, key), nil
+	fh.Release()
+	return may, nil
 }
 
 // Close closes the file and frees the index and filter blocks the reader

@@ -1,28 +1,32 @@
-// Package cache is the block cache: a sharded, LRU-like cache of immutable byte slices
-// keyed by (table reader id, block offset) and bounded in bytes.
+// Package cache is the block cache: a sharded, LRU-like cache of immutable
+// blocks keyed by (table reader id, block offset) and bounded in bytes.
 //
-// Each entry is charged the bytes its value's allocation really holds (its
-// capacity rounded up to the Go allocator's size class: a 4096-byte block
-// with its 5-byte trailer sits in a 4864-byte object) plus EntryOverhead, so
-// that the capacity bounds the memory the cache keeps alive. The key space is
-// split over a power-of-two number of shards (at most 16, fewer for small
-// capacities so that each shard can hold a few blocks) by a hash of the key;
-// each shard has its own mutex, map and LRU list and gets capacity/shards
-// bytes. A value whose charge exceeds its shard's capacity is not cached.
+// Each entry is charged the bytes its value's memory really takes (the
+// slab slot of its size class, or with heap memory the Go allocator's
+// size class: see memory.go) plus EntryOverhead, so that the capacity
+// bounds the memory the cache keeps. The key space is split over a
+// power-of-two number of shards (at most 16, fewer for small capacities so
+// that each shard can hold a few blocks) by a hash of the key; each shard
+// has its own mutex, map and LRU list and gets capacity/shards bytes. A
+// value whose charge exceeds its shard's capacity is not cached.
 //
 // A nil *Cache is a valid cache that never hits and counts nothing, so
 // callers need no nil checks.
 //
-// # Why not reference counting
+// # Handles and reference counts
 //
-// RocksDB and Pebble hand out handles that pin an entry until released,
-// because their block memory is manually managed and may be reused once
-// evicted. Here values are ordinary immutable Go slices: evicting an entry
-// only drops the cache's reference, and the garbage collector keeps the
-// block alive for as long as any reader still uses it. There is therefore no
-// handle, no Release, and no way to leak a pin; the cost is that memory held
-// by readers after eviction is not counted against the capacity. Callers must
-// never modify a slice passed to Set or returned by Get.
+// Values live outside the Go heap where the build can map memory (see
+// memory.go), so they are freed by hand, and readers hold references, as
+// in RocksDB's and Pebble's caches. Get returns a Handle after an atomic
+// increment of the value's count; the cache holds one reference per
+// entry. Eviction, replacement, EvictFile, EvictAll and SetCapacity drop
+// the cache's reference; the memory is freed by whoever drops the last
+// one, so a block a reader holds stays valid, and is counted in
+// Stats.Pinned (not in Used) until released. Inserts never wait for a
+// release. A block missing from the cache is read into memory from Alloc
+// and then cached with Insert, so it is never copied. Every Handle must be
+// released exactly once, after the last use of its bytes; the invariants
+// build checks that (see Handle).
 //
 // # Eviction: LRU with a second chance
 //
@@ -32,8 +36,17 @@
 // random read. Eviction walks from the LRU end; a referenced entry has its
 // bit cleared and moves to the front (a second chance), an unreferenced one
 // goes; the entry being inserted is never the one evicted. The result
-// approximates LRU the way CLOCK does;
-// hits still take the shard mutex for the map lookup.
+// approximates LRU the way CLOCK does. The bit lives in the value and is
+// written only when clear.
+//
+// # Hits take no lock
+//
+// Get looks the key up in the shard's index (see index.go), a table of
+// atomic pointers written under the shard mutex and read without it, and
+// takes its reference with a compare-and-swap that fails on a count
+// already at zero: a hit never waits for the mutex, so a goroutine
+// preempted while holding it (an insert, an eviction) cannot stall the
+// shard's readers. The map and the LRU lists stay under the mutex.
 //
 // # Priorities: the high-priority pool
 //
@@ -106,12 +119,11 @@ func AllocSize(n int) int {
 	return int(sizeClasses[lo])
 }
 
-// Charge returns what caching value costs against the capacity: the
-// allocation behind it (AllocSize of its capacity) plus EntryOverhead.
-// A value that is a slice of a larger allocation is charged only for the
-// part from its start.
+// Charge returns what caching (a copy of) value costs against the
+// capacity: the memory its copy takes (a slab slot, or with heap memory the
+// Go allocator's size class, see the package comment) plus EntryOverhead.
 func Charge(value []byte) int64 {
-	return int64(AllocSize(cap(value))) + EntryOverhead
+	return int64(slotSize(len(value))) + EntryOverhead
 }
 
 const (
@@ -127,11 +139,21 @@ const (
 // Used is the sum of the charges of the cached entries, HighPriUsed that of
 // the entries in the high-priority pools, whose bound (the sum over the
 // shards) is HighPriCapacity.
+//
+// Pinned is the sum of the charges of the blocks no longer cached (evicted,
+// dropped by EvictFile or replaced) that a Handle still holds: memory the
+// cache keeps beyond Used until those handles are released (RocksDB's
+// block-cache-pinned-usage counts the cached ones too).
 type Stats struct {
 	Hits, Misses, Inserts, Evictions uint64
 	HighPriInserts                   uint64
 	Used, Capacity                   int64
 	HighPriUsed, HighPriCapacity     int64
+	Pinned                           int64
+	// Mapped is the memory mapped for values outside the Go heap (slabs,
+	// including a partly used slab's free slots and the one spare per
+	// size class, whose pages are dropped): 0 in builds without mappings.
+	Mapped int64
 }
 
 // Priority is the priority an entry is cached with (see the package
@@ -156,6 +178,13 @@ type Cache struct {
 	// highRatio is the share of each shard's capacity its high-priority
 	// pool may hold, in [0, 1]; fixed at construction.
 	highRatio float64
+	// mem allocates the values' memory.
+	mem allocator
+	// pinned is Stats.Pinned.
+	pinned atomic.Int64
+	// outstanding counts the handles given out and not released
+	// (invariants builds only).
+	outstanding atomic.Int64
 }
 
 type key struct {
@@ -166,12 +195,9 @@ type key struct {
 // by index into the shard's entries slice.
 type entry struct {
 	key        key
-	value      []byte
+	val        *value
 	charge     int64
 	prev, next int32
-	// referenced is set by Get: the entry gets a second chance when it
-	// reaches the LRU end (see evictLocked).
-	referenced bool
 	// high: inserted with HighPriority. inHigh: linked into the
 	// high-priority pool's list (else into the low list).
 	high, inHigh bool
@@ -222,6 +248,9 @@ type shard struct {
 		highInserts  uint64
 		evictions    uint64
 	}
+	c *Cache
+	// idx is the lock-free lookup table Get reads (see index).
+	idx          atomic.Pointer[index]
 	hits, misses atomic.Uint64
 	_            [64]byte // keep neighbouring shards' hot fields apart
 }
@@ -261,6 +290,8 @@ func newWithPool(capacityBytes int64, n int, highPriPoolRatio float64) *Cache {
 	c := &Cache{shards: make([]shard, n), mask: uint64(n - 1), highRatio: math.Min(highPriPoolRatio, 1)}
 	for i := range c.shards {
 		s := &c.shards[i]
+		s.c = c
+		s.idx.Store(newIndex(0))
 		s.mu.table = make(map[key]int32)
 		// The two list heads, each linked to itself.
 		s.mu.entries = make([]entry, firstSlot)
@@ -298,47 +329,61 @@ func (c *Cache) shard(id, offset uint64) *shard {
 	return &c.shards[h&c.mask]
 }
 
-// Get returns the block cached for (id, offset). The slice must not be
-// modified. Get does not allocate.
-func (c *Cache) Get(id, offset uint64) ([]byte, bool) {
+// Get returns a handle on the block cached for (id, offset), to be
+// released after the last use of its bytes, which must not be modified.
+// Get does not allocate (but in invariants builds).
+func (c *Cache) Get(id, offset uint64) (Handle, bool) {
 	if c == nil {
-		return nil, false
+		return Handle{}, false
 	}
 	s := c.shard(id, offset)
-	s.mu.Lock()
-	i, ok := s.mu.table[key{id, offset}]
-	if !ok {
-		s.mu.Unlock()
+	v := s.idx.Load().lookup(key{id, offset})
+	if v == nil {
 		s.misses.Add(1)
-		return nil, false
+		return Handle{}, false
 	}
 	// Mark, don't move: relinking touches three other entries' cache
-	// lines on every hit, which cost 10% of a cached random read.
-	e := &s.mu.entries[i]
-	e.referenced = true
-	v := e.value
-	s.mu.Unlock()
+	// lines on every hit, which cost 10% of a cached random read. The bit
+	// is written only when clear, so hits on a hot block read its line.
+	if !v.referenced.Load() {
+		v.referenced.Store(true)
+	}
 	s.hits.Add(1)
-	return v, true
+	return v.handle(), true
 }
 
-// Set caches value for (id, offset) with LowPriority: SetWithPriority.
+// Set caches a copy of value for (id, offset) with LowPriority:
+// SetWithPriority.
 func (c *Cache) Set(id, offset uint64, value []byte) {
 	c.SetWithPriority(id, offset, value, LowPriority)
 }
 
-// SetWithPriority caches value for (id, offset) with priority pri,
-// replacing any previous value (and its priority), and evicts least
-// recently used entries of the shard to stay within capacity (see the
-// package comment for the order). The cache keeps value; the caller must
-// not modify it afterwards. A value whose charge exceeds the shard
-// capacity is not cached (and any previous value for the key is dropped).
+// SetWithPriority caches a copy of value for (id, offset) with priority
+// pri: Insert of an Alloc holding it.
 func (c *Cache) SetWithPriority(id, offset uint64, value []byte, pri Priority) {
 	if c == nil {
 		return
 	}
+	h := c.Alloc(len(value))
+	copy(h.Bytes(), value)
+	c.Insert(id, offset, h, pri)
+	h.Release()
+}
+
+// Insert caches the block of h, a handle from this cache's Alloc, for
+// (id, offset) with priority pri, replacing any previous value (and its
+// priority), and evicts least recently used entries of the shard to stay
+// within capacity (see the package comment for the order). The cache takes
+// a reference of its own: the caller still releases h, and must not modify
+// the bytes afterwards. A value whose charge exceeds the shard capacity is
+// not cached (and any previous value for the key is dropped).
+func (c *Cache) Insert(id, offset uint64, h Handle, pri Priority) {
+	if c == nil {
+		return
+	}
 	k := key{id, offset}
-	charge := Charge(value)
+	v := h.v
+	charge := v.charge
 	high := pri == HighPriority
 	s := c.shard(id, offset)
 	s.mu.Lock()
@@ -350,14 +395,19 @@ func (c *Cache) SetWithPriority(id, offset uint64, value []byte, pri Priority) {
 		}
 		return
 	}
+	v.ref()
 	if ok {
 		s.unlinkLocked(i)
 		e := &s.mu.entries[i]
 		s.mu.used += charge - e.charge
-		e.value, e.charge, e.high = value, charge, high
+		old := e.val
+		e.val, e.charge, e.high = v, charge, high
+		v.key = k
+		s.indexPutLocked(v)
+		c.drop(old)
 		s.linkLocked(i)
 	} else {
-		i = s.insertLocked(k, value, charge, high)
+		i = s.insertLocked(k, v, charge, high)
 	}
 	s.mu.inserts++
 	if high {
@@ -377,22 +427,36 @@ func (c *Cache) HasRoom(id, offset uint64, n int) bool {
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
-	ok := s.mu.used+int64(AllocSize(n))+EntryOverhead <= s.mu.capacity
+	ok := s.mu.used+int64(c.mem.allocSize(n))+EntryOverhead <= s.mu.capacity
 	s.mu.Unlock()
 	return ok
 }
 
-// SetIfRoom caches value for (id, offset) like Set, but only when that
-// evicts nothing: the shard's free capacity covers the value's charge and
-// no value is cached for the key yet. It reports whether value was stored.
-// Scans use it, so that blocks read in passing fill an unused cache but
-// never push out the blocks that point reads keep there.
+// SetIfRoom caches a copy of value for (id, offset) like InsertIfRoom.
 func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 	if c == nil {
 		return false
 	}
+	h := c.Alloc(len(value))
+	copy(h.Bytes(), value)
+	ok := c.InsertIfRoom(id, offset, h)
+	h.Release()
+	return ok
+}
+
+// InsertIfRoom caches the block of h for (id, offset) like Insert, but
+// only when that evicts nothing: the shard's free capacity covers the
+// value's charge and no value is cached for the key yet. It reports
+// whether the block was stored. Scans use it, so that blocks read in
+// passing fill an unused cache but never push out the blocks that point
+// reads keep there. The caller still releases h.
+func (c *Cache) InsertIfRoom(id, offset uint64, h Handle) bool {
+	if c == nil {
+		return false
+	}
 	k := key{id, offset}
-	charge := Charge(value)
+	v := h.v
+	charge := v.charge
 	s := c.shard(id, offset)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -402,7 +466,8 @@ func (c *Cache) SetIfRoom(id, offset uint64, value []byte) bool {
 	if _, ok := s.mu.table[k]; ok {
 		return false
 	}
-	s.insertLocked(k, value, charge, false)
+	v.ref()
+	s.insertLocked(k, v, charge, false)
 	s.mu.inserts++
 	return true
 }
@@ -423,6 +488,23 @@ func (c *Cache) EvictFile(id uint64) {
 			if k.id == id {
 				s.removeLocked(i) // deleting during range is allowed
 			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// EvictAll drops every entry (not counted as evictions): the memory of
+// each goes back now, or at the Release of the last handle still holding
+// it. The capacity is unchanged; the cache stays usable.
+func (c *Cache) EvictAll() {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, i := range s.mu.table {
+			s.removeLocked(i)
 		}
 		s.mu.Unlock()
 	}
@@ -462,7 +544,7 @@ func (c *Cache) Fits(n int) bool {
 	if c == nil {
 		return false
 	}
-	return int64(AllocSize(n))+EntryOverhead <= c.capacity.Load()/int64(len(c.shards))
+	return int64(c.mem.allocSize(n))+EntryOverhead <= c.capacity.Load()/int64(len(c.shards))
 }
 
 // Stats returns the current counters. They are read shard by shard, so a
@@ -485,6 +567,8 @@ func (c *Cache) Stats() Stats {
 		st.HighPriCapacity += s.mu.highCapacity
 		s.mu.Unlock()
 	}
+	st.Pinned = c.pinned.Load()
+	st.Mapped = c.mem.mapped.Load()
 	return st
 }
 
@@ -500,13 +584,13 @@ func (s *shard) evictLocked(keep int32) {
 			break // only keep is left; Set never admits one over capacity
 		}
 		e := &es[v]
-		if e.referenced {
+		if e.val.referenced.Load() {
 			// Used since it was last moved: a second chance. A
 			// high-priority entry the pool had overflowed goes back into
 			// the pool, as a hit moves it there in RocksDB. Each entry is
 			// moved at most once per pass (its bit is cleared), so the
 			// loop ends.
-			e.referenced = false
+			e.val.referenced.Store(false)
 			if e.high && !e.inHigh {
 				s.unlinkLocked(v)
 				s.linkLocked(v)
@@ -549,8 +633,8 @@ func (s *shard) balanceHighLocked() {
 		if v == highSentinel {
 			break // cannot happen: highUsed is the list's charges
 		}
-		if es[v].referenced {
-			es[v].referenced = false
+		if es[v].val.referenced.Load() {
+			es[v].val.referenced.Store(false)
 			s.moveToFrontLocked(v)
 			continue
 		}
@@ -562,7 +646,7 @@ func (s *shard) balanceHighLocked() {
 // insertLocked stores a new entry for k, which must not be cached, as most
 // recently used (in the high-priority pool when high) and returns its
 // index. s.mu must be held.
-func (s *shard) insertLocked(k key, value []byte, charge int64, high bool) int32 {
+func (s *shard) insertLocked(k key, v *value, charge int64, high bool) int32 {
 	i := s.mu.free
 	if i != sentinel {
 		s.mu.free = s.mu.entries[i].next
@@ -570,7 +654,9 @@ func (s *shard) insertLocked(k key, value []byte, charge int64, high bool) int32
 		i = int32(len(s.mu.entries))
 		s.mu.entries = append(s.mu.entries, entry{})
 	}
-	s.mu.entries[i] = entry{key: k, value: value, charge: charge, high: high}
+	s.mu.entries[i] = entry{key: k, val: v, charge: charge, high: high}
+	v.key = k
+	s.indexPutLocked(v)
 	s.mu.table[k] = i
 	s.mu.used += charge
 	s.linkLocked(i)
@@ -583,9 +669,34 @@ func (s *shard) removeLocked(i int32) {
 	s.unlinkLocked(i)
 	e := &s.mu.entries[i]
 	delete(s.mu.table, e.key)
+	s.indexDeleteLocked(e.key)
 	s.mu.used -= e.charge
-	*e = entry{next: s.mu.free} // drop the value reference early
+	v := e.val
+	*e = entry{next: s.mu.free}
 	s.mu.free = i
+	s.c.drop(v)
+}
+
+// drop drops the cache's reference to v, which is no longer an entry: its
+// memory is freed now if no handle holds it, else by the last Release,
+// and until then counted as pinned.
+func (c *Cache) drop(v *value) {
+	// Count it pinned before letting go, so that the Release that frees
+	// it (and subtracts) cannot come first; Get may still take a
+	// reference until the count reaches zero (see index).
+	v.evicted.Store(true)
+	c.pinned.Add(v.charge)
+	v.unref()
+}
+
+// Outstanding returns the handles given out and not yet released
+// (invariants builds; 0 otherwise): a check for Close paths that every
+// reader released what it held.
+func (c *Cache) Outstanding() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.outstanding.Load()
 }
 
 // linkLocked links the unlinked entry i as most recently used: at the

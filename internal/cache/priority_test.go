@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stratadb/strata/internal/invariants"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +42,7 @@ func TestCache_HighPriSurvivesDataChurn(t *testing.T) {
 			for off := uint64(0); off < 1000; off++ {
 				c.Set(2, off, block(2, off, prioSize))
 				if off%7 == 0 {
-					c.Get(2, off) // some data blocks get second chances
+					get(c, 2, off) // some data blocks get second chances
 				}
 			}
 			for off := uint64(0); off < 4; off++ {
@@ -88,7 +89,7 @@ func TestCache_HighPriReferencedReturnsToPool(t *testing.T) {
 	for off := uint64(0); off < 9; off++ { // 0 overflows into the low list
 		c.SetWithPriority(1, off, block(1, off, prioSize), HighPriority)
 	}
-	_, ok := c.Get(1, 0)
+	_, ok := get(c, 1, 0)
 	require.True(t, ok)
 	for off := uint64(0); off < 100; off++ {
 		c.Set(2, off, block(2, off, prioSize))
@@ -158,7 +159,7 @@ func TestCache_HighPriRandom(t *testing.T) {
 			case r < 55:
 				c.SetIfRoom(id, off, make([]byte, 1+rng.Intn(6000)))
 			case r < 98:
-				c.Get(id, off)
+				get(c, id, off)
 			case r < 99:
 				c.EvictFile(id)
 			default:
@@ -185,9 +186,13 @@ func TestNewWithHighPriPool_Ratio(t *testing.T) {
 	require.Zero(t, nilCache.HighPriPoolRatio())
 }
 
-// Hits on high-priority entries do not allocate; nor does a stream of
-// high-priority inserts into a full cache.
+// Hits on high-priority entries do not allocate; a stream of
+// high-priority inserts into a full cache allocates only the values (a
+// header, and the memory where it is not mapped).
 func TestCache_HighPriNoAllocs(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("handles are tracked in invariants builds")
+	}
 	c := newWithPool(64*slot, 1, 0.5)
 	v := make([]byte, prioSize)
 	for off := uint64(0); off < 1000; off++ {
@@ -198,10 +203,10 @@ func TestCache_HighPriNoAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		c.SetWithPriority(1, off, v, HighPriority)
 		c.Set(2, off, v)
-		c.Get(1, off)
+		touch(c, 1, off)
 		off++
 	})
-	require.Zero(t, allocs)
+	require.LessOrEqual(t, allocs, float64(2*valueAllocs))
 	checkInvariants(t, c)
 }
 

@@ -22,14 +22,14 @@ const module = "github.com/stratadb/strata"
 // a lower layer (or the same package). db is above everything; nothing in
 // the library imports it.
 var layer = map[string]int{
+	"internal/invariants":  -1, // below internal/offheap, which checks it
 	"internal/base":        0,
 	"internal/checksum":    0,
-	"internal/invariants":  0,
 	"internal/killpoint":   0,
 	"internal/vfs":         0,
 	"prefix":               0,
+	"internal/offheap":     0, // below internal/cache, whose slabs it maps
 	"internal/bloom":       1,
-	"internal/offheap":     1,
 	"internal/cache":       1,
 	"internal/rangedel":    1,
 	"internal/record":      1,
