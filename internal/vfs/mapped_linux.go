@@ -277,7 +277,10 @@ func (m *mappedFile) help() {
 		// Only pages no longer mapped: cleaning a mapped page for
 		// writeback write-protects it, a TLB flush on every core that
 		// runs the writer. Everything before dropped is unmapped (it
-		// lies in a retired span or was handed back).
+		// lies in a retired span or was handed back). This pays because
+		// every WAL is synced at rotation (db's openWALLocked): were
+		// that sync to go, the writeback would write WAL bytes that a
+		// WAL deleted before the kernel's own writeback never writes.
 		if dropped > flushed {
 			_ = m.syncFileRange(m.fd, flushed, dropped-flushed, unix.SYNC_FILE_RANGE_WRITE)
 			flushed = dropped
