@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -213,6 +214,44 @@ func TestMappedFile_HelperWorksAheadAndBehind(t *testing.T) {
 	got, err := os.ReadFile(name)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got), "file after Close differs (len %d, want %d)", len(got), len(want))
+}
+
+// TestMappedFile_HelperStartsWritebackOfWhatItDropped: the helper starts
+// the writeback of the steps behind the writer, contiguously from the
+// file's start, and only of pages it has handed back (never of a page still
+// mapped, whose cleaning would write-protect it under the writer). Planted:
+// writeback up to the write position's step instead of what was dropped
+// fails the last check.
+func TestMappedFile_HelperStartsWritebackOfWhatItDropped(t *testing.T) {
+	spanSize = 16 * mapStep
+	m, _ := mappedOrSkip(t)
+	spanSize = mapWindow
+	var mu sync.Mutex
+	var end int64
+	contiguous := true
+	m.syncFileRange = func(fd int, off, n int64, flags int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if off != end || n <= 0 || flags != unix.SYNC_FILE_RANGE_WRITE {
+			contiguous = false
+		}
+		end = off + n
+		return unix.SyncFileRange(fd, off, n, flags)
+	}
+	_, err := writeCopied(m, make([]byte, 10*mapStep+mapStep/2))
+	require.NoError(t, err)
+	pos := m.size
+	dropped := pos - pos%mapStep - mapStep
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return end >= dropped
+	}, 10*time.Second, time.Millisecond, "the helper starts the writeback behind the writer")
+	require.NoError(t, m.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	require.True(t, contiguous, "writeback ranges are contiguous from 0, WRITE only")
+	require.Equal(t, dropped, end, "writeback reaches what was dropped, and no further")
 }
 
 // writeCopied writes p in writes below pwriteMin, which are copied into the
