@@ -44,6 +44,10 @@ func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration,
 		return 2
 	}
 	logPath := c.Dir + ".expected"
+	if err := removeStaleSidecars(c.Dir); err != nil {
+		fmt.Fprintln(os.Stderr, "stress:", err)
+		return 2
+	}
 	fmt.Fprintf(os.Stderr, "stress: crash test, seed %d, db %s, %d cycles\n", c.Seed, c.Dir, cycles)
 	cc := stress.CrashConfig{
 		Seed: c.Seed, Cycles: cycles, MaxWait: maxWait,
@@ -64,6 +68,24 @@ func runCrash(c stress.Config, args []string, cycles int, maxWait time.Duration,
 		st.Cycles, st.Kills, st.KillPoints, st.KillPointNames, st.Exits)
 	fmt.Fprintf(os.Stderr, "stress: children (last progress of each, summed): %v\n", st.ChildOps)
 	return verdict(err)
+}
+
+// removeStaleSidecars removes the files a crash run keeps beside the
+// database directory dir (the history of acknowledged writes, dir +
+// ".expected", and the ingestion staging directory, dir + ".ext") when dir
+// itself is gone: they belong to a database that no longer exists, and a
+// new run would check the fresh database against the old history. With
+// dir present they are the run's to resume, and stay.
+func removeStaleSidecars(dir string) error {
+	if _, err := os.Stat(dir); err == nil || !os.IsNotExist(err) {
+		return err
+	}
+	for _, p := range []string{dir + ".expected", dir + ".ext"} {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("removing the stale %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // runBankCrash is -mode=bank -crash: bank children (synced transfers,
