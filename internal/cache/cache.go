@@ -122,9 +122,10 @@ func AllocSize(n int) int {
 // Charge returns what caching (a copy of) value costs against the
 // capacity: the memory its copy takes (a slab slot, or with heap memory the
 // Go allocator's size class, see the package comment) plus EntryOverhead.
-func Charge(value []byte) int64 {
-	return int64(slotSize(len(value))) + EntryOverhead
-}
+func Charge(value []byte) int64 { return chargeOf(len(value)) }
+
+// chargeOf is Charge for a value of n bytes.
+func chargeOf(n int) int64 { return int64(slotSize(n)) + EntryOverhead }
 
 const (
 	maxShards        = 16
@@ -427,7 +428,7 @@ func (c *Cache) HasRoom(id, offset uint64, n int) bool {
 	}
 	s := c.shard(id, offset)
 	s.mu.Lock()
-	ok := s.mu.used+int64(c.mem.allocSize(n))+EntryOverhead <= s.mu.capacity
+	ok := s.mu.used+chargeOf(n) <= s.mu.capacity
 	s.mu.Unlock()
 	return ok
 }
@@ -477,7 +478,16 @@ func (c *Cache) InsertIfRoom(id, offset uint64, h Handle) bool {
 // (BenchmarkEvictFile: about 2.5 ms on a full 1 GiB cache), so table
 // readers do not call it on Close: ids are never reused, and a closed
 // reader's blocks age out through the LRU like any cold block.
-func (c *Cache) EvictFile(id uint64) {
+func (c *Cache) EvictFile(id uint64) { c.evictWhere(func(k key) bool { return k.id == id }) }
+
+// EvictAll drops every entry (not counted as evictions): the memory of
+// each goes back now, or at the Release of the last handle still holding
+// it. The capacity is unchanged; the cache stays usable.
+func (c *Cache) EvictAll() { c.evictWhere(func(key) bool { return true }) }
+
+// evictWhere drops every entry whose key drop accepts, a shard at a time
+// under its lock.
+func (c *Cache) evictWhere(drop func(key) bool) {
 	if c == nil {
 		return
 	}
@@ -485,26 +495,9 @@ func (c *Cache) EvictFile(id uint64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		for k, i := range s.mu.table {
-			if k.id == id {
+			if drop(k) {
 				s.removeLocked(i) // deleting during range is allowed
 			}
-		}
-		s.mu.Unlock()
-	}
-}
-
-// EvictAll drops every entry (not counted as evictions): the memory of
-// each goes back now, or at the Release of the last handle still holding
-// it. The capacity is unchanged; the cache stays usable.
-func (c *Cache) EvictAll() {
-	if c == nil {
-		return
-	}
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for _, i := range s.mu.table {
-			s.removeLocked(i)
 		}
 		s.mu.Unlock()
 	}
@@ -544,7 +537,7 @@ func (c *Cache) Fits(n int) bool {
 	if c == nil {
 		return false
 	}
-	return int64(c.mem.allocSize(n))+EntryOverhead <= c.capacity.Load()/int64(len(c.shards))
+	return chargeOf(n) <= c.capacity.Load()/int64(len(c.shards))
 }
 
 // Stats returns the current counters. They are read shard by shard, so a

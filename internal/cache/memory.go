@@ -126,11 +126,8 @@ func (l *slabList) remove(s *slab) {
 	s.prev, s.next, s.listed = nil, nil, false
 }
 
-// allocSize returns the bytes an allocation of n takes (what it is
-// charged).
-func (a *allocator) allocSize(n int) int { return slotSize(n) }
-
-// slotSize is allocSize.
+// slotSize returns the bytes an allocation of n takes (what it is
+// charged, with EntryOverhead).
 func slotSize(n int) int {
 	switch {
 	case n <= 0:
@@ -154,7 +151,7 @@ func (a *allocator) alloc(m *memory, n int) []byte {
 		m.b = make([]byte, AllocSize(n))
 		return m.b[:n]
 	case n > maxClassSize || invariants.Enabled && a.own.Load() < maxOwnMappings:
-		if b, err := offheap.Map(a.allocSize(n)); err == nil {
+		if b, err := offheap.Map(slotSize(n)); err == nil {
 			m.b, m.mapped = b, true
 			if n <= maxClassSize {
 				a.own.Add(1)
