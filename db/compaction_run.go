@@ -261,7 +261,7 @@ func (d *DB) compactionLevelIter(cmp *base.Comparer, files []*version.FileMetada
 		if err != nil {
 			return nil, err
 		}
-		return &tableIter{Iter: e.reader.NewCompactionIter(), e: e, tc: d.tables}, nil
+		return &tableIter{Iter: *e.reader.NewCompactionIter(), e: e, tc: d.tables}, nil
 	})
 }
 

@@ -157,6 +157,7 @@ func (cf *ColumnFamily) NewIterator(ro *ReadOptions) *Iterator {
 	}
 	st.owner = it
 	it.st, it.iter, it.tombs = st, &st.merging, &st.tombs
+	it.prefixBuf, st.prefixBuf = st.prefixBuf[:0], nil
 	it.setIterBounds()
 	it.counted = true
 	d.openIters.Add(1)
@@ -200,6 +201,12 @@ type iterState struct {
 	tombs     rangedel.Set
 	tombsSnap base.SeqNum
 	hasTombs  bool // some source had tombstones when the state was built
+	// prefixBuf is memory for Iterator.prefixBuf kept between the
+	// iterators that reuse the state: the iterator takes it (the state
+	// then holds nil, so nothing else shares it) and gives it back at
+	// Close, and a Seek under PrefixSameAsStart copies its prefix without
+	// an allocation.
+	prefixBuf []byte
 }
 
 // acquireIterState returns the iterator state of the read view rs, reusing
@@ -496,6 +503,7 @@ func (it *Iterator) Close() error {
 	}
 	var err error
 	if it.st != nil {
+		it.st.prefixBuf, it.prefixBuf, it.prefix, it.filterPrefix = it.prefixBuf[:0], nil, nil, nil
 		err = it.st.recycle()
 		it.st, it.iter = nil, nil
 	}

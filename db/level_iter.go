@@ -42,21 +42,43 @@ func (d *DB) newLevelIter(st *iterState, files []*version.FileMetadata, bounds [
 				}
 			}
 		}
-		return &tableIter{Iter: e.reader.NewIter(), e: e, tc: d.tables}, nil
+		t := tableIters.Get().(*tableIter)
+		e.reader.InitIter(&t.Iter)
+		t.e, t.tc, t.pooled = e, d.tables, true
+		return t, nil
 	})
 }
 
 // tableIter is a table iterator that holds its table's cache reference
 // until closed.
+//
+// The read path's are recycled (pooled): a seek opens one per table that
+// its filter does not rule out, and closes it when the level moves on or
+// the seek ends, so each would otherwise be an allocation of the iterator
+// and of its key buffers' growth. Recycling is safe because a level
+// iterator drops every reference to a child it closes, and nothing keeps a
+// child's key past the positioning that replaced it (a key may alias the
+// block, which the close releases to the cache, so the same rule already
+// held); invariants builds poison a recycled iterator's buffers.
 type tableIter struct {
-	*table.Iter
-	e  *tableEntry
-	tc *tableCache
+	table.Iter
+	e      *tableEntry
+	tc     *tableCache
+	pooled bool // from tableIters: Close puts it back
 }
 
+var tableIters = sync.Pool{New: func() any { return new(tableIter) }}
+
 func (t *tableIter) Close() error {
+	if t.e == nil {
+		return nil // closed before
+	}
 	err := t.Iter.Close()
 	t.tc.release(t.e)
+	t.e, t.tc = nil, nil
+	if t.pooled {
+		tableIters.Put(t)
+	}
 	return err
 }
 

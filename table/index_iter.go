@@ -54,7 +54,7 @@ func (x *indexIter) check(ok bool, it *blockIter, what string) bool {
 // left walking nothing.
 func (x *indexIter) release() {
 	if x.partH.Valid() {
-		x.part = blockIter{}
+		x.part = blockIter{keyBuf: x.part.keyBuf[:0]}
 		x.partH.Release()
 		x.partH = cache.Handle{}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stratadb/strata/internal/base"
 	"github.com/stratadb/strata/internal/cache"
+	"github.com/stratadb/strata/internal/invariants"
 	"github.com/stratadb/strata/internal/iterator"
 )
 
@@ -231,6 +232,39 @@ func (r *Reader) NewIter() *Iter {
 	it := &Iter{r: r}
 	it.index.init(r)
 	return it
+}
+
+// maxKeptScratch bounds the scratch buffer InitIter keeps: a block read
+// around the cache can be of any size, and a recycled iterator should not
+// hold a large one for the next table it reads.
+const maxKeptScratch = 64 << 10
+
+// InitIter makes *it the iterator NewIter returns, keeping the memory of
+// its key and scratch buffers. it must be the zero Iter or closed, and
+// nothing may use what it returned before: its keys are overwritten.
+// Whoever recycles table iterators (the read path opens one per table a
+// seek reads) saves an allocation per table and the regrowth of its key
+// buffers.
+func (r *Reader) InitIter(it *Iter) {
+	data, top, part := it.data.keyBuf[:0], it.index.top.keyBuf[:0], it.index.part.keyBuf[:0]
+	scratch, seekBuf := it.scratch[:0], it.seekBuf[:0]
+	if cap(scratch) > maxKeptScratch {
+		scratch = nil
+	}
+	if invariants.Enabled {
+		// A reader still holding a key of the iterator's last life would
+		// read these bytes instead of failing silently later.
+		for _, b := range [][]byte{data, top, part, scratch, seekBuf} {
+			b = b[:cap(b)]
+			for i := range b {
+				b[i] = 0xa5
+			}
+		}
+	}
+	*it = Iter{r: r, scratch: scratch, seekBuf: seekBuf}
+	it.data.keyBuf = data
+	it.index.top.keyBuf, it.index.part.keyBuf = top, part
+	it.index.init(r)
 }
 
 // NewCompactionIter returns an iterator over the table's point entries that
@@ -530,11 +564,12 @@ func (it *Iter) Value() []byte { return it.data.value() }
 func (it *Iter) Error() error { return it.err }
 
 // Close implements iterator.Iterator. It releases the blocks the iterator
-// holds; Close may be called more than once.
+// holds (keeping only its key buffer, for InitIter); Close may be called
+// more than once.
 func (it *Iter) Close() error {
 	err := it.err
 	it.releaseData()
-	it.data = blockIter{}
+	it.data = blockIter{keyBuf: it.data.keyBuf[:0]}
 	it.index.release()
 	return err
 }
